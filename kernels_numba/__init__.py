@@ -1,0 +1,26 @@
+"""kernels_numba: the primitive library under kerasish (our "cuDNN").
+
+Stateless forward/backward ops on caller-owned buffers, each implemented twice
+with one name and signature: @cuda.jit kernels (kernels_numba.gpu) and a CPU
+twin (kernels_numba.cpu). `ops` validates and dispatches on the buffers' device.
+Imports and runs on machines without any CUDA driver.
+"""
+
+from kernels_numba import ops  # noqa: F401
+from kernels_numba.device import (  # noqa: F401
+    CPU,
+    CUDA,
+    allocation_count,
+    check_cuda_available,
+    copy_from_host,
+    cuda_available,
+    device_of,
+    empty,
+    resolve_device,
+    synchronize,
+    to_device,
+    to_host,
+    zeros,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,54 @@
+"""Argument validation shared by kernels_numba.ops: errors name the op, the argument,
+what was expected and what was received, before any kernel could write out of bounds."""
+
+import numpy as np
+
+from kernels_numba.device import device_of
+
+
+def array(op, name, a, shape=None, dtype=np.float32, ndim=None):
+    """Check one buffer: a C-contiguous array of `dtype` with `shape` (None entries = any)."""
+    try:
+        device_of(a)
+    except TypeError as exc:
+        raise TypeError(f"{op}: argument {name}: {exc}") from None
+    if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
+        raise TypeError(f"{op}: expected {name}.dtype == {np.dtype(dtype)}; received {a.dtype}")
+    got = tuple(a.shape)
+    if ndim is not None and len(got) != ndim:
+        raise ValueError(f"{op}: expected {name} with {ndim} dimensions; received shape {got}")
+    if shape is not None:
+        if len(got) != len(shape) or any(e is not None and e != g for e, g in zip(shape, got)):
+            want = tuple("?" if e is None else e for e in shape)
+            raise ValueError(f"{op}: expected {name}.shape == {want}; received {got}")
+    if not _c_contiguous(a):
+        raise ValueError(f"{op}: expected {name} to be C-contiguous; received strides {a.strides}")
+    return got
+
+
+def _c_contiguous(a):
+    flags = getattr(a, "flags", None)
+    if flags is not None:
+        return bool(flags["C_CONTIGUOUS"])
+    return a.is_c_contiguous()
+
+
+def same_device(op, **arrays):
+    """The common device of all arrays; ValueError naming them when they differ."""
+    devices = {name: device_of(a) for name, a in arrays.items() if a is not None}
+    if len(set(devices.values())) > 1:
+        listed = ", ".join(f"{n}={d}" for n, d in devices.items())
+        raise ValueError(f"{op}: all buffers must be on one device; received {listed}")
+    return next(iter(devices.values()))
+
+
+def positive_int(op, name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{op}: expected {name} to be a positive integer; received {value!r}")
+    return int(value)
+
+
+def choice(op, name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{op}: expected {name} in {sorted(allowed)}; received {value!r}")
+    return value

@@ -1,0 +1,34 @@
+"""CPU twins of kernels_numba.ops.elementwise (validated arguments only)."""
+
+import numba
+import numpy as np
+
+
+@numba.njit(parallel=True, cache=True)
+def _axpy(y, x, alpha):
+    for i in numba.prange(y.size):
+        y[i] += alpha * x[i]
+
+
+def fill(y, value):
+    y.fill(value)
+
+
+def copy(y, x):
+    np.copyto(y, x)
+
+
+def scale(y, x, alpha):
+    np.multiply(x, alpha, out=y)
+
+
+def axpy(y, x, alpha):
+    _axpy(y.reshape(-1), x.reshape(-1), alpha)
+
+
+def cast_f32_to_f16(y, x):
+    np.copyto(y, x, casting="unsafe")
+
+
+def cast_f16_to_f32(y, x):
+    np.copyto(y, x)

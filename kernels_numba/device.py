@@ -1,0 +1,109 @@
+"""Devices and buffers: the one place that allocates and copies.
+
+A buffer is a NumPy array on the CPU or a numba device array on CUDA. Ops never
+allocate; callers (the kerasish graph planner, tests, benchmarks) get buffers
+here. `allocation_count()` lets tests prove that a training step allocates nothing.
+"""
+
+import os
+
+import numpy as np
+
+from kernels_numba import _cuda
+
+CPU = "cpu"
+CUDA = "cuda"
+_allocations = 0
+
+
+def cuda_available():
+    """True when CUDA kernels can run here (a GPU, or NUMBA_ENABLE_CUDASIM=1)."""
+    return _cuda.available()
+
+
+def check_cuda_available():
+    if not cuda_available():
+        raise RuntimeError(
+            f"CUDA not available ({_cuda.unavailable_reason()}). Install the `cuda` extra "
+            "(pip install 'kerasish[cuda]') on a machine with an NVIDIA GPU, or use device 'cpu'."
+        )
+
+
+def resolve_device(name=None):
+    """'auto' | 'cpu' | 'cuda' (default: $KERASISH_DEVICE, else auto) -> 'cpu' or 'cuda'."""
+    name = (name or os.environ.get("KERASISH_DEVICE") or "auto").lower()
+    if name not in ("auto", CPU, CUDA):
+        raise ValueError(f"Unknown device: expected one of 'auto', 'cpu', 'cuda'; received {name!r}")
+    if name == "auto":
+        return CUDA if cuda_available() else CPU
+    if name == CUDA:
+        check_cuda_available()
+    return name
+
+
+def device_of(a):
+    """'cpu' for NumPy arrays, 'cuda' for device arrays; TypeError otherwise."""
+    if isinstance(a, np.ndarray):
+        return CPU
+    if _cuda.is_device_array(a):
+        return CUDA
+    raise TypeError(f"expected a NumPy array or a CUDA device array; received {type(a).__name__}")
+
+
+def allocation_count():
+    """How many buffers `empty`/`zeros`/`to_device` have allocated in this process."""
+    return _allocations
+
+
+def empty(shape, dtype=np.float32, device=CPU):
+    global _allocations
+    _allocations += 1
+    if device == CUDA:
+        check_cuda_available()
+        return _cuda.device_empty(shape, np.dtype(dtype))
+    return np.empty(shape, dtype=dtype)
+
+
+def zeros(shape, dtype=np.float32, device=CPU):
+    global _allocations
+    if device == CUDA:
+        return to_device(np.zeros(shape, dtype=dtype), CUDA)
+    _allocations += 1
+    return np.zeros(shape, dtype=dtype)
+
+
+def to_device(host, device=CPU):
+    """A new buffer on `device` holding a copy of the host array."""
+    global _allocations
+    _allocations += 1
+    host = np.ascontiguousarray(host)
+    if device == CUDA:
+        check_cuda_available()
+        return _cuda.device_from_host(host)
+    return host.copy()
+
+
+def copy_from_host(dst, host):
+    """Copy a host array into an existing buffer (no allocation)."""
+    host = np.asarray(host, dtype=dst.dtype)
+    if host.shape != tuple(dst.shape):
+        raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; received {host.shape}")
+    if device_of(dst) == CUDA:
+        _cuda.copy_host_to_device(dst, np.ascontiguousarray(host))
+    else:
+        np.copyto(dst, host)
+
+
+def to_host(a, out=None):
+    """A NumPy copy of a buffer (or `out` filled with it)."""
+    if device_of(a) == CUDA:
+        return _cuda.copy_device_to_host(a, out)
+    if out is not None:
+        np.copyto(out, a)
+        return out
+    return np.array(a, copy=True)
+
+
+def synchronize(device=CUDA):
+    if device == CUDA:
+        _cuda.synchronize()

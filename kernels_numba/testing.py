@@ -1,0 +1,58 @@
+"""Helpers for op tests: buffers on a device, float64 finite differences, tolerant compares.
+
+Op tests compare forward results with a float64 NumPy reference, and backward
+results with central finite differences of that reference (in float64).
+"""
+
+import numpy as np
+
+from kernels_numba.device import to_device, to_host
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def randn(shape, seed=0, dtype=np.float32, scale=1.0):
+    return (rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def on(device, *arrays):
+    """Copies of host arrays as buffers on `device` (one array -> one buffer)."""
+    bufs = [to_device(np.ascontiguousarray(a), device) for a in arrays]
+    return bufs[0] if len(bufs) == 1 else bufs
+
+
+def host(*bufs):
+    out = [to_host(b) for b in bufs]
+    return out[0] if len(out) == 1 else out
+
+
+def numeric_grad(f, x, eps=1e-6):
+    """d f(x) / dx by central differences; f maps a float64 array to a scalar."""
+    x = np.array(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), g.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        hi = f(x)
+        flat[i] = old - eps
+        lo = f(x)
+        flat[i] = old
+        gflat[i] = (hi - lo) / (2 * eps)
+    return g
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-5, what=""):
+    """allclose with a message giving the worst element."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    err = np.abs(actual - expected) - (atol + rtol * np.abs(expected))
+    if err.size and err.max() > 0:
+        i = np.unravel_index(np.argmax(err), err.shape)
+        raise AssertionError(
+            f"{what}: mismatch at {i}: got {actual[i]!r}, expected {expected[i]!r} "
+            f"(max abs diff {np.abs(actual - expected).max():.3g}, rtol={rtol}, atol={atol})"
+        )

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up and run every test: the CPU suite, the CUDA kernels under the simulator,
+# and the PTX compile check (separate processes: the simulator and compile_ptx
+# cannot share one). This is the README's test command and what .ci/run calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+"$PY" -m pip install -q -e '.[test]'
+# Real data for the slow end-to-end tests (skipped with a reason when absent).
+if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 ||
+   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1)) ||
+    echo "note: dataset-fashion-mnist could not be installed; its tests will skip"
+fi
+
+export NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0 NUMBA_CUDA_WARN_ON_IMPLICIT_COPY=0
+status=0
+echo "== 1/3 CPU suite"
+"$PY" -m pytest tests -m "not cudasim and not ptx and not gpu" "$@" || status=1
+echo "== 2/3 CUDA kernels under the Numba simulator"
+NUMBA_ENABLE_CUDASIM=1 "$PY" -m pytest tests -m cudasim "$@" || status=1
+echo "== 3/3 PTX compile for sm_80/sm_90 + float64 scan"
+"$PY" -m pytest tests -m ptx "$@" || status=1
+exit $status
