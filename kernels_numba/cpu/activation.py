@@ -1,2 +1,189 @@
-"""(to be written)"""
-__all__ = []
+"""CPU twins of kernels_numba.ops.activation (validated arguments only).
+
+One scalar function per direction selects the kind by its integer code (the
+same codes as the CUDA kernels); the flat loops run over elements, softmax over
+rows, in parallel for large buffers.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from kernels_numba.ops.activation import KIND_CODES, USES_Y
+
+LINEAR = KIND_CODES["linear"]
+RELU = KIND_CODES["relu"]
+SIGMOID = KIND_CODES["sigmoid"]
+TANH = KIND_CODES["tanh"]
+LEAKY_RELU = KIND_CODES["leaky_relu"]
+ELU = KIND_CODES["elu"]
+GELU = KIND_CODES["gelu"]
+SOFTPLUS = KIND_CODES["softplus"]
+
+# float32 constants keep the loops in single precision (and vectorisable).
+_ZERO = np.float32(0.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_RSQRT2 = np.float32(0.7071067811865476)  # 1/sqrt(2)
+_RSQRT2PI = np.float32(0.3989422804014327)  # 1/sqrt(2*pi)
+
+
+@numba.njit(cache=True)
+def _sigmoid(v):
+    # Split on the sign so exp never overflows into inf/inf.
+    if v >= _ZERO:
+        return _ONE / (_ONE + math.exp(-v))
+    e = math.exp(v)
+    return e / (_ONE + e)
+
+
+@numba.njit(cache=True)
+def act_forward_scalar(v, code, alpha):
+    """f(v) for the activation with integer `code` (softmax excluded)."""
+    if code == RELU:
+        return v if v > _ZERO else _ZERO
+    if code == SIGMOID:
+        return _sigmoid(v)
+    if code == TANH:
+        return math.tanh(v)
+    if code == LEAKY_RELU:
+        return v if v > _ZERO else alpha * v
+    if code == ELU:
+        return v if v > _ZERO else alpha * math.expm1(v)
+    if code == GELU:
+        return _HALF * v * (_ONE + math.erf(v * _RSQRT2))
+    if code == SOFTPLUS:
+        return max(v, _ZERO) + math.log1p(math.exp(-abs(v)))
+    return v
+
+
+@numba.njit(cache=True)
+def act_backward_scalar(g, s, code, alpha):
+    """g * f'(.), where s is y for relu/sigmoid/tanh and x for the other kinds."""
+    if code == RELU:
+        return g if s > _ZERO else _ZERO
+    if code == SIGMOID:
+        return g * s * (_ONE - s)
+    if code == TANH:
+        return g * (_ONE - s * s)
+    if code == LEAKY_RELU:
+        return g if s > _ZERO else alpha * g
+    if code == ELU:
+        return g if s > _ZERO else g * alpha * math.exp(s)
+    if code == GELU:
+        cdf = _HALF * (_ONE + math.erf(s * _RSQRT2))
+        return g * (cdf + s * _RSQRT2PI * math.exp(-_HALF * s * s))
+    if code == SOFTPLUS:
+        return g * _sigmoid(s)
+    return g
+
+
+# Serial and parallel twins of each loop: waking the thread pool costs more than
+# it saves on small buffers, and its spinning threads slow the BLAS call that
+# usually follows (both pools want every core).
+PARALLEL_MIN_SIZE = 1 << 15
+
+
+@numba.njit(cache=True)
+def _forward_serial(y, x, code, alpha):
+    for i in range(x.size):
+        y[i] = act_forward_scalar(x[i], code, alpha)
+
+
+@numba.njit(parallel=True, cache=True)
+def _forward_parallel(y, x, code, alpha):
+    for i in numba.prange(x.size):
+        y[i] = act_forward_scalar(x[i], code, alpha)
+
+
+@numba.njit(cache=True)
+def _backward_serial(dx, dy, s, code, alpha):
+    for i in range(dy.size):
+        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
+
+
+@numba.njit(parallel=True, cache=True)
+def _backward_parallel(dx, dy, s, code, alpha):
+    for i in numba.prange(dy.size):
+        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
+
+
+@numba.njit(cache=True)
+def _softmax_row(y, x):
+    n = x.size
+    m = x[0]
+    for j in range(1, n):
+        m = max(m, x[j])
+    total = _ZERO
+    for j in range(n):
+        e = math.exp(x[j] - m)  # subtracting the row max: no overflow
+        y[j] = e
+        total += e
+    inv = _ONE / total
+    for j in range(n):
+        y[j] *= inv
+
+
+@numba.njit(cache=True)
+def _softmax_backward_row(dx, dy, y):
+    dot = _ZERO
+    for j in range(dy.size):
+        dot += dy[j] * y[j]
+    for j in range(dy.size):  # reads dy[j] before writing dx[j]: dx may be dy
+        dx[j] = y[j] * (dy[j] - dot)
+
+
+@numba.njit(cache=True)
+def _softmax_forward_serial(y, x):
+    for r in range(x.shape[0]):
+        _softmax_row(y[r], x[r])
+
+
+@numba.njit(parallel=True, cache=True)
+def _softmax_forward_parallel(y, x):
+    for r in numba.prange(x.shape[0]):
+        _softmax_row(y[r], x[r])
+
+
+@numba.njit(cache=True)
+def _softmax_backward_serial(dx, dy, y):
+    for r in range(dy.shape[0]):
+        _softmax_backward_row(dx[r], dy[r], y[r])
+
+
+@numba.njit(parallel=True, cache=True)
+def _softmax_backward_parallel(dx, dy, y):
+    for r in numba.prange(dy.shape[0]):
+        _softmax_backward_row(dx[r], dy[r], y[r])
+
+
+def _rows(a):
+    return a.reshape(-1, a.shape[-1])
+
+
+def activation_forward(y, x, *, kind, alpha=0.0):
+    if x.size == 0:
+        return
+    big = x.size >= PARALLEL_MIN_SIZE
+    if kind == "softmax":
+        (_softmax_forward_parallel if big else _softmax_forward_serial)(_rows(y), _rows(x))
+    else:
+        (_forward_parallel if big else _forward_serial)(
+            y.reshape(-1), x.reshape(-1), KIND_CODES[kind], np.float32(alpha))
+
+
+def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
+    if dy.size == 0:
+        return
+    big = dy.size >= PARALLEL_MIN_SIZE
+    if kind == "softmax":
+        (_softmax_backward_parallel if big else _softmax_backward_serial)(
+            _rows(dx), _rows(dy), _rows(y))
+    elif kind == "linear":
+        if dx is not dy:
+            np.copyto(dx, dy)
+    else:
+        s = y if kind in USES_Y else x
+        (_backward_parallel if big else _backward_serial)(
+            dx.reshape(-1), dy.reshape(-1), s.reshape(-1), KIND_CODES[kind], np.float32(alpha))

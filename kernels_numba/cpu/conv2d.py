@@ -1,2 +1,172 @@
-"""(to be written)"""
-__all__ = []
+"""CPU twins of kernels_numba.ops.conv2d (validated arguments only): im2col + BLAS GEMM.
+
+The column matrix col (M = N*Ho*Wo, K = KH*KW*C) has columns ordered (kh, kw, c),
+so w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
+  forward:          y(M, F)   = col @ w
+  backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (a gather, race-free)
+  backward-filter:  dw(K, F) += col.T @ dy
+A 1x1, stride-1 convolution skips im2col: col is x itself.
+"""
+
+import numba
+import numpy as np
+
+from kernels_numba.ops.conv2d import conv_plan
+
+ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+
+
+# njit loops
+
+@numba.njit(parallel=True, cache=True)
+def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
+    n, h, w, c = x.shape
+    span = kw * c
+    for m in numba.prange(n * ho * wo):
+        b = m // (ho * wo)
+        r = m - b * ho * wo
+        oh = r // wo
+        iw0 = (r - oh * wo) * sw - pl
+        for i in range(kh):
+            ih = oh * sh - pt + i
+            base = i * span
+            if 0 <= ih < h and iw0 >= 0 and iw0 + kw <= w:
+                # Interior: the kw*c values of this kernel row are contiguous in x.
+                src = (ih * w + iw0) * c
+                xb = x[b].reshape(h * w * c)
+                for t in range(span):
+                    col[m, base + t] = xb[src + t]
+                continue
+            for j in range(kw):
+                iw = iw0 + j
+                inside = 0 <= ih < h and 0 <= iw < w
+                for ch in range(c):
+                    col[m, base + j * c + ch] = x[b, ih, iw, ch] if inside else 0.0
+
+
+@numba.njit(cache=True)
+def window_range(i, k, s, pad, out):
+    """Output positions o whose window o*s - pad .. o*s - pad + k - 1 contains i: [o0, o1)."""
+    lo = i + pad - k + 1
+    o0 = 0 if lo <= 0 else (lo + s - 1) // s
+    return o0, min((i + pad) // s + 1, out)
+
+
+@numba.njit(parallel=True, cache=True)
+def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
+    # Gather: each dx pixel sums the column entries that read it (overwrites dx).
+    n, h, w, c = dx.shape
+    for r in numba.prange(n * h):
+        b = r // h
+        ih = r - b * h
+        oh0, oh1 = window_range(ih, kh, sh, pt, ho)
+        for iw in range(w):
+            ow0, ow1 = window_range(iw, kw, sw, pl, wo)
+            for ch in range(c):
+                dx[b, ih, iw, ch] = 0.0
+            for oh in range(oh0, oh1):
+                i = ih + pt - oh * sh
+                for ow in range(ow0, ow1):
+                    m = (b * ho + oh) * wo + ow
+                    base = (i * kw + iw + pl - ow * sw) * c
+                    for ch in range(c):
+                        dx[b, ih, iw, ch] += col[m, base + ch]
+
+
+@numba.njit(parallel=True, cache=True)
+def _bias_act(y, b, act):
+    rows, f = y.shape
+    for m in numba.prange(rows):
+        for j in range(f):
+            v = y[m, j]
+            if b is not None:
+                v += b[j]
+            if act == 1:
+                v = max(v, np.float32(0.0))
+            elif act == 2:
+                v = np.float32(1.0) / (np.float32(1.0) + np.exp(-v))
+            elif act == 3:
+                v = np.tanh(v)
+            y[m, j] = v
+
+
+@numba.njit(parallel=True, cache=True)
+def _bias_grad(db, dy):
+    # Per-chunk float64 partial sums, so the reduction parallelises without races.
+    rows, f = dy.shape
+    chunks = min(rows, 64)
+    part = np.zeros((chunks, f))
+    for k in numba.prange(chunks):
+        for m in range(k * rows // chunks, (k + 1) * rows // chunks):
+            for j in range(f):
+                part[k, j] += dy[m, j]
+    for j in range(f):
+        s = 0.0
+        for k in range(chunks):
+            s += part[k, j]
+        db[j] += s
+
+
+# GEMM: numpy's matmul calls BLAS sgemm (transposed views included, no copies).
+
+def _matmul(c, a, b):
+    np.matmul(a, b, out=c)
+
+
+def _matmul_acc(c, a, b, scratch):
+    np.matmul(a, b, out=scratch)
+    np.add(c, scratch, out=c)
+
+
+# launchers
+
+def _views(workspace, m, k, f):
+    col = workspace[: m * k].reshape(m, k)
+    scratch = workspace[m * k: m * k + k * f].reshape(k, f)
+    return col, scratch
+
+
+def _is_pointwise(kh, kw, sh, sw, pt, pl):
+    return kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == 0 and pl == 0
+
+
+def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
+                   activation="linear"):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x.shape, w.shape, strides, padding)
+    m, k = n * ho * wo, kh * kw * c
+    y2 = y.reshape(m, f)
+    if _is_pointwise(kh, kw, sh, sw, pt, pl):
+        col = x.reshape(m, k)
+    else:
+        col, _ = _views(workspace, m, k, f)
+        _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo)
+    _matmul(y2, col, w.reshape(k, f))
+    act = ACT_CODES[activation]
+    if b is not None or act != 0:
+        _bias_act(y2, b, act)
+
+
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(dx.shape, w.shape, strides, padding)
+    m, k = n * ho * wo, kh * kw * c
+    dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
+    if _is_pointwise(kh, kw, sh, sw, pt, pl):
+        _matmul(dx.reshape(m, k), dy2, w2.T)
+        return
+    dcol, _ = _views(workspace, m, k, f)
+    _matmul(dcol, dy2, w2.T)
+    _col2im(dx, dcol, kh, kw, sh, sw, pt, pl, ho, wo)
+
+
+def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid"):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x.shape, dw.shape, strides, padding)
+    m, k = n * ho * wo, kh * kw * c
+    dy2 = dy.reshape(m, f)
+    col, scratch = _views(workspace, m, k, f)
+    if _is_pointwise(kh, kw, sh, sw, pt, pl):
+        col = x.reshape(m, k)
+    else:
+        _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo)
+    _matmul_acc(dw.reshape(k, f), col.T, dy2, scratch)
+    if db is not None:
+        _bias_grad(db, dy2)

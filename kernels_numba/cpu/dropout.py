@@ -1,2 +1,89 @@
-"""(to be written)"""
-__all__ = []
+"""CPU twin of kernels_numba.ops.dropout, and the counter-based RNG both devices share.
+
+The keep decision for element i is a pure function of (seed, step, i): a murmur3
+finalizer (fmix32) applied to the key and the flat index, in 32-bit arithmetic
+held in uint64 and masked after every multiply (numba widens uint32 math to 64
+bits anyway, and the simulator's NumPy scalars must not overflow). The top 24 bits
+become a float32 uniform in [0, 1). kernels_numba.gpu.dropout compiles the same
+`hash_uniform` as a device function, so masks match across devices and launch shapes.
+"""
+
+import numba
+import numpy as np
+
+_M32 = np.uint64(0xFFFFFFFF)
+_C1 = np.uint64(0x85EBCA6B)
+_C2 = np.uint64(0xC2B2AE35)
+_GOLDEN = np.uint64(0x9E3779B9)
+_S8 = np.uint64(8)
+_S13 = np.uint64(13)
+_S16 = np.uint64(16)
+_S32 = np.uint64(32)
+_INV_2_24 = np.float32(1.0 / (1 << 24))
+_ZERO = np.float32(0.0)
+
+
+# RNG (shared with the CUDA kernels)
+
+
+def fmix32(h):
+    """murmur3's 32-bit finalizer: a bijection on [0, 2**32) with full avalanche."""
+    h ^= h >> _S16
+    h = (h * _C1) & _M32
+    h ^= h >> _S13
+    h = (h * _C2) & _M32
+    h ^= h >> _S16
+    return h
+
+
+def hash_uniform(key, i):
+    """float32 uniform in [0, 1) for flat index i under `key` (a uint64 below 2**32).
+
+    Two fmix32 rounds written out: device code cannot call a plain Python helper.
+    """
+    i = numba.uint64(i)
+    h = (i & _M32) ^ key
+    h ^= h >> _S16
+    h = (h * _C1) & _M32
+    h ^= h >> _S13
+    h = (h * _C2) & _M32
+    h ^= h >> _S16
+    h = (h + (i >> _S32) * _GOLDEN + _GOLDEN) & _M32  # second round folds in the high index bits
+    h ^= h >> _S16
+    h = (h * _C1) & _M32
+    h ^= h >> _S13
+    h = (h * _C2) & _M32
+    h ^= h >> _S16
+    return numba.float32(h >> _S8) * _INV_2_24
+
+
+def dropout_key(seed, step):
+    """Per-(seed, step) key, computed on the host once per launch (Python ints, any size)."""
+    k = fmix32(np.uint64(int(seed) & 0xFFFFFFFF) ^ _GOLDEN)
+    step = int(step)
+    k = fmix32((k + np.uint64(step & 0xFFFFFFFF)) & _M32)
+    k = fmix32(k ^ np.uint64((step >> 32) & 0xFFFFFFFF))
+    return np.uint64(k)
+
+
+_hash_uniform = numba.njit(cache=True)(hash_uniform)
+
+
+@numba.njit(parallel=True, cache=True)
+def _dropout_forward(y, mask, x, rate, keep_scale, key):
+    for i in numba.prange(x.size):
+        m = keep_scale if _hash_uniform(key, i) >= rate else _ZERO
+        mask[i] = m
+        y[i] = x[i] * m
+
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def dropout_forward(y, mask, x, rate, keep_scale, key):
+    _dropout_forward(_flat(y), _flat(mask), _flat(x), rate, keep_scale, key)
+
+
+def dropout_backward(dx, dy, mask):
+    np.multiply(dy, mask, out=dx)

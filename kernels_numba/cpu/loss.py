@@ -1,2 +1,369 @@
-"""(to be written)"""
-__all__ = []
+"""CPU twins of kernels_numba.ops.loss, and the per-row math of both devices.
+
+The `*_row` and `*_grad` functions are plain Python in float32 arithmetic: the
+loops below njit-compile them and kernels_numba.gpu.loss compiles the same
+functions as CUDA device functions, so both devices run one formula. A label
+outside [0, K) gives a NaN loss and a zero gradient row (it is never used as an index).
+Probability losses follow Keras: p / sum(p) (categorical), then clip to
+[1e-7, 1 - 1e-7]; the gradient through the clip is zero outside that range.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_EPS = np.float32(1e-7)
+_ONE_MINUS_EPS = np.float32(1.0 - 1e-7)
+_NAN = np.float32(np.nan)
+
+
+# per-row math (shared with the CUDA kernels); rows are 2-D arrays indexed [n, j]
+
+
+def softmax_ce_forward_row(loss, probs, logits, labels, n):
+    k = logits.shape[1]
+    label = labels[n]
+    valid = label >= 0 and label < k
+    z_label = logits[n, label] if valid else _ZERO  # read before probs may overwrite logits
+    m = logits[n, 0]
+    for j in range(1, k):
+        m = max(m, logits[n, j])
+    s = _ZERO
+    for j in range(k):
+        e = math.exp(logits[n, j] - m)
+        probs[n, j] = e
+        s += e
+    inv = _ONE / s
+    for j in range(k):
+        probs[n, j] *= inv
+    loss[n] = (math.log(s) + m - z_label) if valid else _NAN  # logsumexp - z[label]
+
+
+def softmax_ce_backward_row(dlogits, probs, labels, scale, n):
+    k = probs.shape[1]
+    label = labels[n]
+    valid = label >= 0 and label < k
+    for j in range(k):
+        d = _ZERO
+        if valid:
+            d = probs[n, j] - (_ONE if j == label else _ZERO)
+        dlogits[n, j] = scale * d
+
+
+def softmax_categorical_ce_forward_row(loss, probs, logits, targets, n):
+    k = logits.shape[1]
+    m = logits[n, 0]
+    for j in range(1, k):
+        m = max(m, logits[n, j])
+    s = _ZERO
+    for j in range(k):
+        s += math.exp(logits[n, j] - m)
+    lse = m + math.log(s)
+    inv = _ONE / s
+    total = _ZERO
+    for j in range(k):
+        z = logits[n, j]
+        total += targets[n, j] * (lse - z)  # -sum t * log_softmax(z)
+        probs[n, j] = math.exp(z - m) * inv
+    loss[n] = total
+
+
+def softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n):
+    k = probs.shape[1]
+    t_sum = _ZERO
+    for j in range(k):
+        t_sum += targets[n, j]
+    for j in range(k):
+        dlogits[n, j] = scale * (probs[n, j] * t_sum - targets[n, j])
+
+
+def sparse_ce_forward_row(loss, probs, labels, n):
+    k = probs.shape[1]
+    label = labels[n]
+    if label < 0 or label >= k:
+        loss[n] = _NAN
+        return
+    s = _ZERO
+    for j in range(k):
+        s += probs[n, j]
+    q = min(max(probs[n, label] / s, _EPS), _ONE_MINUS_EPS)
+    loss[n] = -math.log(q)
+
+
+def sparse_ce_backward_row(dprobs, probs, labels, scale, n):
+    # d/dp_j [-log(p_y / S)] = 1/S - [j == y]/p_y while p_y/S is inside the clip range.
+    k = probs.shape[1]
+    label = labels[n]
+    valid = label >= 0 and label < k
+    s = _ZERO
+    for j in range(k):
+        s += probs[n, j]
+    p_label = probs[n, label] if valid else _ONE
+    q = p_label / s
+    inside = valid and q >= _EPS and q <= _ONE_MINUS_EPS
+    base = scale / s if inside else _ZERO
+    for j in range(k):
+        dprobs[n, j] = base - (scale / p_label if inside and j == label else _ZERO)
+
+
+def categorical_ce_forward_row(loss, probs, targets, n):
+    k = probs.shape[1]
+    s = _ZERO
+    for j in range(k):
+        s += probs[n, j]
+    total = _ZERO
+    for j in range(k):
+        q = min(max(probs[n, j] / s, _EPS), _ONE_MINUS_EPS)
+        total -= targets[n, j] * math.log(q)
+    loss[n] = total
+
+
+def categorical_ce_backward_row(dprobs, probs, targets, scale, n):
+    # d/dp_j [-sum_k t_k log q_k] = A/S - [j inside] t_j/p_j, A = sum of t_k over unclipped k.
+    k = probs.shape[1]
+    s = _ZERO
+    for j in range(k):
+        s += probs[n, j]
+    a = _ZERO
+    for j in range(k):
+        q = probs[n, j] / s
+        if q >= _EPS and q <= _ONE_MINUS_EPS:
+            a += targets[n, j]
+    base = scale * a / s
+    for j in range(k):
+        p = probs[n, j]
+        q = p / s
+        inside = q >= _EPS and q <= _ONE_MINUS_EPS
+        dprobs[n, j] = base - (scale * targets[n, j] / p if inside else _ZERO)
+
+
+def binary_ce_forward_row(loss, probs, targets, n):
+    d = probs.shape[1]
+    total = _ZERO
+    for j in range(d):
+        p = min(max(probs[n, j], _EPS), _ONE_MINUS_EPS)
+        t = targets[n, j]
+        total += t * math.log(p) + (_ONE - t) * math.log(_ONE - p)
+    loss[n] = -total / numba.float32(d)
+
+
+def binary_ce_grad(p, t, coef):
+    """coef * d/dp of -(t log p + (1-t) log(1-p)); zero where p is clipped."""
+    if p < _EPS or p > _ONE_MINUS_EPS:
+        return _ZERO
+    return coef * ((_ONE - t) / (_ONE - p) - t / p)
+
+
+def binary_ce_logits_forward_row(loss, logits, targets, n):
+    # Stable form (TF/torch backends): max(z, 0) - z*t + log(1 + exp(-|z|)).
+    d = logits.shape[1]
+    total = _ZERO
+    for j in range(d):
+        z = logits[n, j]
+        total += max(z, _ZERO) - z * targets[n, j] + math.log1p(math.exp(-abs(z)))
+    loss[n] = total / numba.float32(d)
+
+
+def binary_ce_logits_grad(z, t, coef):
+    """coef * (sigmoid(z) - t), sigmoid without overflow."""
+    if z >= _ZERO:
+        sig = _ONE / (_ONE + math.exp(-z))
+    else:
+        e = math.exp(z)
+        sig = e / (_ONE + e)
+    return coef * (sig - t)
+
+
+def mse_forward_row(loss, pred, targets, n):
+    d = pred.shape[1]
+    total = _ZERO
+    for j in range(d):
+        diff = pred[n, j] - targets[n, j]
+        total += diff * diff
+    loss[n] = total / numba.float32(d)
+
+
+def mse_grad(p, t, coef):
+    """coef * (p - t); the caller folds 2 * scale / D into coef."""
+    return coef * (p - t)
+
+
+_jit = numba.njit(cache=True)
+_softmax_ce_forward_row = _jit(softmax_ce_forward_row)
+_softmax_ce_backward_row = _jit(softmax_ce_backward_row)
+_softmax_categorical_ce_forward_row = _jit(softmax_categorical_ce_forward_row)
+_softmax_categorical_ce_backward_row = _jit(softmax_categorical_ce_backward_row)
+_sparse_ce_forward_row = _jit(sparse_ce_forward_row)
+_sparse_ce_backward_row = _jit(sparse_ce_backward_row)
+_categorical_ce_forward_row = _jit(categorical_ce_forward_row)
+_categorical_ce_backward_row = _jit(categorical_ce_backward_row)
+_binary_ce_forward_row = _jit(binary_ce_forward_row)
+_binary_ce_grad = _jit(binary_ce_grad)
+_binary_ce_logits_forward_row = _jit(binary_ce_logits_forward_row)
+_binary_ce_logits_grad = _jit(binary_ce_logits_grad)
+_mse_forward_row = _jit(mse_forward_row)
+_mse_grad = _jit(mse_grad)
+
+
+# row loops
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_softmax_ce(loss, probs, logits, labels):
+    for n in numba.prange(loss.size):
+        _softmax_ce_forward_row(loss, probs, logits, labels, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_softmax_ce_backward(dlogits, probs, labels, scale):
+    for n in numba.prange(probs.shape[0]):
+        _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_softmax_categorical_ce(loss, probs, logits, targets):
+    for n in numba.prange(loss.size):
+        _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_softmax_categorical_ce_backward(dlogits, probs, targets, scale):
+    for n in numba.prange(probs.shape[0]):
+        _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_sparse_ce(loss, probs, labels):
+    for n in numba.prange(loss.size):
+        _sparse_ce_forward_row(loss, probs, labels, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_sparse_ce_backward(dprobs, probs, labels, scale):
+    for n in numba.prange(probs.shape[0]):
+        _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_categorical_ce(loss, probs, targets):
+    for n in numba.prange(loss.size):
+        _categorical_ce_forward_row(loss, probs, targets, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _rows_categorical_ce_backward(dprobs, probs, targets, scale):
+    for n in numba.prange(probs.shape[0]):
+        _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
+
+
+# Pointwise losses (BCE, BCE from logits, MSE): per-sample mean over the D non-batch elements.
+@numba.njit(parallel=True, cache=True)
+def _rows_pointwise(loss, x, targets, kind):
+    for n in numba.prange(loss.size):
+        if kind == 0:
+            _binary_ce_forward_row(loss, x, targets, n)
+        elif kind == 1:
+            _binary_ce_logits_forward_row(loss, x, targets, n)
+        else:
+            _mse_forward_row(loss, x, targets, n)
+
+
+@numba.njit(parallel=True, cache=True)
+def _elements_pointwise_grad(dx, x, targets, coef, kind):
+    for i in numba.prange(x.size):
+        if kind == 0:
+            dx[i] = _binary_ce_grad(x[i], targets[i], coef)
+        elif kind == 1:
+            dx[i] = _binary_ce_logits_grad(x[i], targets[i], coef)
+        else:
+            dx[i] = _mse_grad(x[i], targets[i], coef)
+
+
+BCE, BCE_LOGITS, MSE = 0, 1, 2
+
+
+def _rows(a):
+    """(N, D) view: per-sample losses average over everything but the batch axis."""
+    return a.reshape(a.shape[0], a.size // a.shape[0])
+
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def pointwise_coef(kind, scale, x):
+    """float32 gradient factor scale / D (2 * scale / D for MSE), folded on the host in float64."""
+    d = x.size // x.shape[0]
+    return np.float32((2.0 if kind == MSE else 1.0) * scale / d)
+
+
+# entry points
+
+
+def softmax_cross_entropy_forward(loss, probs, logits, labels):
+    _rows_softmax_ce(loss, probs, logits, labels)
+
+
+def softmax_cross_entropy_backward(dlogits, probs, labels, *, scale):
+    _rows_softmax_ce_backward(dlogits, probs, labels, np.float32(scale))
+
+
+def softmax_categorical_cross_entropy_forward(loss, probs, logits, targets):
+    _rows_softmax_categorical_ce(loss, probs, logits, targets)
+
+
+def softmax_categorical_cross_entropy_backward(dlogits, probs, targets, *, scale):
+    _rows_softmax_categorical_ce_backward(dlogits, probs, targets, np.float32(scale))
+
+
+def sparse_categorical_crossentropy_forward(loss, probs, labels):
+    _rows_sparse_ce(loss, probs, labels)
+
+
+def sparse_categorical_crossentropy_backward(dprobs, probs, labels, *, scale):
+    _rows_sparse_ce_backward(dprobs, probs, labels, np.float32(scale))
+
+
+def categorical_crossentropy_forward(loss, probs, targets):
+    _rows_categorical_ce(loss, probs, targets)
+
+
+def categorical_crossentropy_backward(dprobs, probs, targets, *, scale):
+    _rows_categorical_ce_backward(dprobs, probs, targets, np.float32(scale))
+
+
+def binary_crossentropy_forward(loss, probs, targets):
+    _rows_pointwise(loss, _rows(probs), _rows(targets), BCE)
+
+
+def binary_crossentropy_backward(dprobs, probs, targets, *, scale):
+    _elements_pointwise_grad(
+        _flat(dprobs), _flat(probs), _flat(targets), pointwise_coef(BCE, scale, probs), BCE
+    )
+
+
+def binary_crossentropy_logits_forward(loss, logits, targets):
+    _rows_pointwise(loss, _rows(logits), _rows(targets), BCE_LOGITS)
+
+
+def binary_crossentropy_logits_backward(dlogits, logits, targets, *, scale):
+    _elements_pointwise_grad(
+        _flat(dlogits),
+        _flat(logits),
+        _flat(targets),
+        pointwise_coef(BCE_LOGITS, scale, logits),
+        BCE_LOGITS,
+    )
+
+
+def mse_forward(loss, pred, targets):
+    _rows_pointwise(loss, _rows(pred), _rows(targets), MSE)
+
+
+def mse_backward(dpred, pred, targets, *, scale):
+    _elements_pointwise_grad(
+        _flat(dpred), _flat(pred), _flat(targets), pointwise_coef(MSE, scale, pred), MSE
+    )

@@ -1,2 +1,62 @@
-"""(to be written)"""
-__all__ = []
+"""CPU twins of kernels_numba.ops.reduction (validated arguments only).
+
+Sums accumulate in float64 (free on the CPU) and are stored as float32.
+"""
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _argmax_row(a, r):
+    """First index of the row maximum (np.argmax's tie rule)."""
+    best = a[r, 0]
+    arg = 0
+    for j in range(1, a.shape[1]):
+        if a[r, j] > best:
+            best = a[r, j]
+            arg = j
+    return arg
+
+
+@numba.njit(parallel=True, cache=True)
+def _count_argmax(probs, labels):
+    count = 0
+    for r in numba.prange(probs.shape[0]):
+        if _argmax_row(probs, r) == labels[r]:
+            count += 1
+    return count
+
+
+@numba.njit(parallel=True, cache=True)
+def _count_argmax_onehot(probs, targets):
+    count = 0
+    for r in numba.prange(probs.shape[0]):
+        if _argmax_row(probs, r) == _argmax_row(targets, r):
+            count += 1
+    return count
+
+
+def batch_sum(y, x):
+    y += x.sum(axis=0, dtype=np.float64).astype(np.float32)
+
+
+def sum_into(acc, x):
+    acc[0] += np.float32(x.sum(dtype=np.float64))
+
+
+def mean(y, x):
+    y[0] = np.float32(x.mean(dtype=np.float64))
+
+
+def count_argmax_matches(acc, probs, labels):
+    acc[0] += np.float32(_count_argmax(probs, labels))
+
+
+def count_argmax_matches_onehot(acc, probs, targets):
+    acc[0] += np.float32(_count_argmax_onehot(probs, targets))
+
+
+def count_binary_matches(acc, probs, targets, threshold):
+    predicted = (probs > threshold).astype(np.float32)
+    acc[0] += np.float32(np.count_nonzero(predicted == targets))

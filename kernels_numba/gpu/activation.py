@@ -1,2 +1,192 @@
-"""(to be written)"""
-__all__ = []
+"""CUDA kernels for kernels_numba.ops.activation.
+
+Elementwise kinds share one grid-stride kernel per direction; the kind is an int32
+code (uniform across the launch, so the branch costs no divergence). Softmax runs
+one block per row with shared-memory tree reductions, striding over rows longer
+than the block.
+"""
+
+import math
+
+from numba import float32, int32
+
+from kernels_numba._cuda import cuda, grid_1d, kernel, launch
+from kernels_numba.ops.activation import KIND_CODES, USES_Y
+
+F32_1D = "float32[::1]"
+F32_2D = "float32[:, ::1]"
+
+LINEAR = KIND_CODES["linear"]
+RELU = KIND_CODES["relu"]
+SIGMOID = KIND_CODES["sigmoid"]
+TANH = KIND_CODES["tanh"]
+LEAKY_RELU = KIND_CODES["leaky_relu"]
+ELU = KIND_CODES["elu"]
+GELU = KIND_CODES["gelu"]
+SOFTPLUS = KIND_CODES["softplus"]
+
+SOFTMAX_MAX_BLOCK = 128  # threads per softmax row (a power of two: tree reduction)
+
+
+# kernels
+# (numba-cuda compiles a called device function for the current device, which
+# compile_ptx cannot do without a driver; so the math is written inline.)
+
+@kernel(f"void({F32_1D}, {F32_1D}, int32, float32)")
+def _activation_forward_kernel(y, x, code, alpha):
+    zero = float32(0.0)
+    one = float32(1.0)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        v = x[i]
+        if code == RELU:
+            v = v if v > zero else zero
+        elif code == SIGMOID:  # split on the sign: exp never overflows into inf/inf
+            e = math.exp(-abs(v))
+            v = one / (one + e) if v >= zero else e / (one + e)
+        elif code == TANH:
+            v = math.tanh(v)
+        elif code == LEAKY_RELU:
+            v = v if v > zero else alpha * v
+        elif code == ELU:
+            v = v if v > zero else alpha * math.expm1(v)
+        elif code == GELU:
+            v = float32(0.5) * v * (one + math.erf(v * float32(0.7071067811865476)))
+        elif code == SOFTPLUS:
+            v = max(v, zero) + math.log1p(math.exp(-abs(v)))
+        y[i] = v
+
+
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, int32, float32)")
+def _activation_backward_kernel(dx, dy, s, code, alpha):
+    # s is y for relu/sigmoid/tanh and x for the other kinds.
+    zero = float32(0.0)
+    one = float32(1.0)
+    for i in range(cuda.grid(1), dy.size, cuda.gridsize(1)):
+        g = dy[i]
+        v = s[i]
+        if code == RELU:
+            g = g if v > zero else zero
+        elif code == SIGMOID:
+            g = g * v * (one - v)
+        elif code == TANH:
+            g = g * (one - v * v)
+        elif code == LEAKY_RELU:
+            g = g if v > zero else alpha * g
+        elif code == ELU:
+            g = g if v > zero else g * alpha * math.exp(v)
+        elif code == GELU:
+            cdf = float32(0.5) * (one + math.erf(v * float32(0.7071067811865476)))
+            g = g * (cdf + v * float32(0.3989422804014327) * math.exp(float32(-0.5) * v * v))
+        elif code == SOFTPLUS:
+            e = math.exp(-abs(v))
+            g = g * (one / (one + e) if v >= zero else e / (one + e))
+        dx[i] = g
+
+
+@kernel(f"void({F32_2D}, {F32_2D})")
+def _softmax_forward_kernel(y, x):
+    # One block per row (grid-strided); blockDim.x is a power of two <= SOFTMAX_MAX_BLOCK.
+    buf = cuda.shared.array(SOFTMAX_MAX_BLOCK, float32)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n = x.shape[1]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        m = x[r, 0]  # n >= 1: the launcher skips empty buffers
+        for j in range(t, n, nt):
+            m = max(m, x[r, j])
+        buf[t] = m
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:  # tree max
+            if t < step:
+                buf[t] = max(buf[t], buf[t + step])
+            cuda.syncthreads()
+            step //= 2
+        m = buf[0]
+        cuda.syncthreads()
+        total = float32(0.0)
+        for j in range(t, n, nt):
+            e = math.exp(x[r, j] - m)  # subtracting the row max: no overflow
+            y[r, j] = e  # each thread rereads only the elements it wrote
+            total += e
+        buf[t] = total
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:  # tree sum
+            if t < step:
+                buf[t] += buf[t + step]
+            cuda.syncthreads()
+            step //= 2
+        inv = float32(1.0) / buf[0]
+        cuda.syncthreads()
+        for j in range(t, n, nt):
+            y[r, j] *= inv
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_2D})")
+def _softmax_backward_kernel(dx, dy, y):
+    buf = cuda.shared.array(SOFTMAX_MAX_BLOCK, float32)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n = dy.shape[1]
+    for r in range(cuda.blockIdx.x, dy.shape[0], cuda.gridDim.x):
+        dot = float32(0.0)
+        for j in range(t, n, nt):
+            dot += dy[r, j] * y[r, j]
+        buf[t] = dot
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:  # tree sum of dy * y over the row
+            if t < step:
+                buf[t] += buf[t + step]
+            cuda.syncthreads()
+            step //= 2
+        dot = buf[0]
+        cuda.syncthreads()
+        for j in range(t, n, nt):  # dx may be dy: each element read before it is written
+            dx[r, j] = y[r, j] * (dy[r, j] - dot)
+
+
+# launchers
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def _rows(a):
+    n = a.shape[len(a.shape) - 1]  # the simulator's shapes reject negative indices
+    return a.reshape(a.size // n, n)
+
+
+def _softmax_config(rows, n):
+    block = 32
+    while block < n and block < SOFTMAX_MAX_BLOCK:
+        block *= 2
+    return min(rows, 65535), block
+
+
+def activation_forward(y, x, *, kind, alpha=0.0):
+    if x.size == 0:
+        return
+    if kind == "softmax":
+        xr, yr = _rows(x), _rows(y)
+        grid, block = _softmax_config(*xr.shape)
+        launch(_softmax_forward_kernel, grid, block, yr, xr)
+        return
+    grid, block = grid_1d(min(x.size, 65536 * 256))
+    launch(_activation_forward_kernel, grid, block, _flat(y), _flat(x),
+           int32(KIND_CODES[kind]), float32(alpha))
+
+
+def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
+    if dy.size == 0:
+        return
+    if kind == "softmax":
+        dxr, dyr, yr = _rows(dx), _rows(dy), _rows(y)
+        grid, block = _softmax_config(*dyr.shape)
+        launch(_softmax_backward_kernel, grid, block, dxr, dyr, yr)
+        return
+    s = dy if kind == "linear" else (y if kind in USES_Y else x)
+    grid, block = grid_1d(min(dy.size, 65536 * 256))
+    launch(_activation_backward_kernel, grid, block, _flat(dx), _flat(dy), _flat(s),
+           int32(KIND_CODES[kind]), float32(alpha))

@@ -1,2 +1,180 @@
-"""(to be written)"""
-__all__ = []
+"""CUDA kernels for kernels_numba.ops.conv2d: im2col / col2im + the tiled GEMM of gpu.dense.
+
+The column matrix col (M = N*Ho*Wo, K = KH*KW*C), columns ordered (kh, kw, c), lives
+in the workspace; w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
+  forward:          y(M, F)    = col @ w, then bias + activation (one pass)
+  backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (a gather, no atomics)
+  backward-filter:  dw(K, F)  += col.T @ dy (GEMM with beta = 1); db += column sums of dy
+A 1x1, stride-1 convolution skips im2col: col is x itself.
+"""
+
+import math
+
+from numba import float32
+
+from kernels_numba._cuda import ceil_div, cuda, grid_1d, kernel, launch
+from kernels_numba.gpu.dense import matmul
+from kernels_numba.ops.conv2d import conv_plan
+
+F32_1D = "float32[::1]"
+F32_2D = "float32[:, ::1]"
+F32_4D = "float32[:, :, :, ::1]"
+GEOM = ", ".join(["int64"] * 8)  # kh, kw, sh, sw, pt, pl, ho, wo
+ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+MAX_THREADS = 65536 * 256  # grid-stride loops cover anything larger
+
+# Bias-gradient block: CS_COLS columns x CS_ROWS row lanes.
+CS_COLS = 32
+CS_ROWS = 8
+
+
+# kernels
+
+@kernel(f"void({F32_2D}, {F32_4D}, {GEOM})")
+def _im2col_kernel(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
+    # Consecutive threads walk a column row (kh, kw, c): reads of x are contiguous in c.
+    h = x.shape[1]
+    w = x.shape[2]
+    c = x.shape[3]
+    k = col.shape[1]
+    for idx in range(cuda.grid(1), col.shape[0] * k, cuda.gridsize(1)):
+        m = idx // k
+        kk = idx - m * k
+        pos = kk // c
+        ch = kk - pos * c
+        i = pos // kw
+        j = pos - i * kw
+        b = m // (ho * wo)
+        r = m - b * (ho * wo)
+        oh = r // wo
+        ih = oh * sh - pt + i
+        iw = (r - oh * wo) * sw - pl + j
+        v = float32(0.0)
+        if ih >= 0 and ih < h and iw >= 0 and iw < w and b < x.shape[0]:
+            v = x[b, ih, iw, ch]
+        col[m, kk] = v
+
+
+@kernel(f"void({F32_4D}, {F32_2D}, {GEOM})")
+def _col2im_kernel(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
+    # One thread per dx element sums the column entries that read it (overwrites dx).
+    h = dx.shape[1]
+    w = dx.shape[2]
+    c = dx.shape[3]
+    total = dx.shape[0] * h * w * c
+    for idx in range(cuda.grid(1), total, cuda.gridsize(1)):
+        ch = idx % c
+        p = idx // c
+        iw = p % w
+        p = p // w
+        ih = p % h
+        b = p // h
+        s = float32(0.0)
+        for i in range(kh):
+            t = ih + pt - i
+            if t >= 0 and t % sh == 0 and t // sh < ho:
+                for j in range(kw):
+                    u = iw + pl - j
+                    if u >= 0 and u % sw == 0 and u // sw < wo:
+                        m = (b * ho + t // sh) * wo + u // sw
+                        if m < col.shape[0]:
+                            s += col[m, (i * kw + j) * c + ch]
+        dx[b, ih, iw, ch] = s
+
+
+@kernel(f"void({F32_1D}, {F32_1D}, int64, int64)")
+def _bias_act_kernel(y, b, has_bias, act):
+    f = b.size
+    one = float32(1.0)
+    for i in range(cuda.grid(1), y.size, cuda.gridsize(1)):
+        v = y[i]
+        if has_bias:
+            v += b[i % f]
+        if act == 1:
+            v = max(v, float32(0.0))
+        elif act == 2:
+            v = one / (one + math.exp(-v))
+        elif act == 3:
+            v = math.tanh(v)
+        y[i] = v
+
+
+@kernel(f"void({F32_1D}, {F32_2D})")
+def _bias_grad_kernel(db, dy):
+    # CS_ROWS lanes per column sum strided rows; partials meet in shared memory and
+    # one atomic add per column and block lands in db.
+    buf = cuda.shared.array((CS_ROWS, CS_COLS), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    col = cuda.blockIdx.x * CS_COLS + tx
+    s = float32(0.0)
+    if col < dy.shape[1] and col < db.size:
+        for r in range(cuda.blockIdx.y * CS_ROWS + ty, dy.shape[0], cuda.gridDim.y * CS_ROWS):
+            s += dy[r, col]
+    buf[ty, tx] = s
+    cuda.syncthreads()
+    if ty == 0 and col < dy.shape[1] and col < db.size:
+        for i in range(1, CS_ROWS):
+            s += buf[i, tx]
+        cuda.atomic.add(db, col, s)
+
+
+# launchers
+
+def _grid(n):
+    return grid_1d(min(max(n, 1), MAX_THREADS))
+
+
+def _geometry(x_shape, w_shape, strides, padding):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x_shape, w_shape, strides, padding)
+    pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == 0 and pl == 0
+    return n * ho * wo, kh * kw * c, f, (kh, kw, sh, sw, pt, pl, ho, wo), pointwise
+
+
+def _im2col(workspace, x, m, k, geom):
+    col = workspace[: m * k].reshape(m, k)
+    grid, block = _grid(m * k)
+    launch(_im2col_kernel, grid, block, col, x, *geom)
+    return col
+
+
+def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
+                   activation="linear"):
+    m, k, f, geom, pointwise = _geometry(x.shape, w.shape, strides, padding)
+    if m == 0:
+        return
+    col = x.reshape(m, k) if pointwise else _im2col(workspace, x, m, k, geom)
+    y2 = y.reshape(m, f)
+    matmul(y2, col, w.reshape(k, f))
+    act = ACT_CODES[activation]
+    if b is not None or act != 0:
+        y1 = y.reshape(m * f)
+        grid, block = _grid(m * f)
+        launch(_bias_act_kernel, grid, block, y1, y1 if b is None else b,
+               int(b is not None), act)
+
+
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
+    m, k, f, geom, pointwise = _geometry(dx.shape, w.shape, strides, padding)
+    if m == 0:
+        return
+    dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
+    if pointwise:
+        matmul(dx.reshape(m, k), dy2, w2, trans_b=True)
+        return
+    dcol = workspace[: m * k].reshape(m, k)
+    matmul(dcol, dy2, w2, trans_b=True)
+    grid, block = _grid(dx.size)
+    launch(_col2im_kernel, grid, block, dx, dcol, *geom)
+
+
+def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid"):
+    m, k, f, geom, pointwise = _geometry(x.shape, dw.shape, strides, padding)
+    if m == 0:
+        return
+    col = x.reshape(m, k) if pointwise else _im2col(workspace, x, m, k, geom)
+    dy2 = dy.reshape(m, f)
+    matmul(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0)
+    if db is not None:
+        grid = (ceil_div(f, CS_COLS), min(ceil_div(m, CS_ROWS * 32), 1024))
+        launch(_bias_grad_kernel, grid, (CS_COLS, CS_ROWS), db, dy2)

@@ -1,2 +1,220 @@
-"""(to be written)"""
-__all__ = []
+"""CUDA kernels for kernels_numba.ops.loss.
+
+The math is kernels_numba.cpu.loss's `*_row` / `*_grad` functions compiled as
+device functions (one formula for both devices). Row losses run one thread per
+sample (grid-stride over N); the pointwise gradients (BCE, BCE from logits, MSE)
+run one thread per element.
+"""
+
+import numpy as np
+from numba import float32
+
+from kernels_numba._cuda import SIMULATOR, cuda, device_function, grid_1d, kernel, launch
+from kernels_numba.cpu import loss as _math
+
+F32_1D = "float32[::1]"
+F32_2D = "float32[:, ::1]"
+I32_1D = "int32[::1]"
+ROW_BLOCK = 32 if SIMULATOR else 128  # rows are few; the simulator pays per thread
+
+BCE, BCE_LOGITS, MSE = _math.BCE, _math.BCE_LOGITS, _math.MSE
+
+
+def _device(f):
+    # inline="always": compile_ptx without a driver cannot compile a separate device function.
+    return device_function(f, inline="always")
+
+
+_softmax_ce_forward_row = _device(_math.softmax_ce_forward_row)
+_softmax_ce_backward_row = _device(_math.softmax_ce_backward_row)
+_softmax_categorical_ce_forward_row = _device(_math.softmax_categorical_ce_forward_row)
+_softmax_categorical_ce_backward_row = _device(_math.softmax_categorical_ce_backward_row)
+_sparse_ce_forward_row = _device(_math.sparse_ce_forward_row)
+_sparse_ce_backward_row = _device(_math.sparse_ce_backward_row)
+_categorical_ce_forward_row = _device(_math.categorical_ce_forward_row)
+_categorical_ce_backward_row = _device(_math.categorical_ce_backward_row)
+_binary_ce_forward_row = _device(_math.binary_ce_forward_row)
+_binary_ce_grad = _device(_math.binary_ce_grad)
+_binary_ce_logits_forward_row = _device(_math.binary_ce_logits_forward_row)
+_binary_ce_logits_grad = _device(_math.binary_ce_logits_grad)
+_mse_forward_row = _device(_math.mse_forward_row)
+_mse_grad = _device(_math.mse_grad)
+
+
+# kernels
+
+
+@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D}, {I32_1D})")
+def _softmax_ce_forward_kernel(loss, probs, logits, labels):
+    for n in range(cuda.grid(1), loss.size, cuda.gridsize(1)):
+        _softmax_ce_forward_row(loss, probs, logits, labels, n)
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {I32_1D}, float32)")
+def _softmax_ce_backward_kernel(dlogits, probs, labels, scale):
+    for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
+        _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
+
+
+@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D}, {F32_2D})")
+def _softmax_categorical_ce_forward_kernel(loss, probs, logits, targets):
+    for n in range(cuda.grid(1), loss.size, cuda.gridsize(1)):
+        _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_2D}, float32)")
+def _softmax_categorical_ce_backward_kernel(dlogits, probs, targets, scale):
+    for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
+        _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
+
+
+@kernel(f"void({F32_1D}, {F32_2D}, {I32_1D})")
+def _sparse_ce_forward_kernel(loss, probs, labels):
+    for n in range(cuda.grid(1), loss.size, cuda.gridsize(1)):
+        _sparse_ce_forward_row(loss, probs, labels, n)
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {I32_1D}, float32)")
+def _sparse_ce_backward_kernel(dprobs, probs, labels, scale):
+    for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
+        _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
+
+
+@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D})")
+def _categorical_ce_forward_kernel(loss, probs, targets):
+    for n in range(cuda.grid(1), loss.size, cuda.gridsize(1)):
+        _categorical_ce_forward_row(loss, probs, targets, n)
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_2D}, float32)")
+def _categorical_ce_backward_kernel(dprobs, probs, targets, scale):
+    for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
+        _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
+
+
+@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D}, int32)")
+def _pointwise_forward_kernel(loss, x, targets, kind):
+    for n in range(cuda.grid(1), loss.size, cuda.gridsize(1)):
+        if kind == BCE:
+            _binary_ce_forward_row(loss, x, targets, n)
+        elif kind == BCE_LOGITS:
+            _binary_ce_logits_forward_row(loss, x, targets, n)
+        else:
+            _mse_forward_row(loss, x, targets, n)
+
+
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, float32, int32)")
+def _pointwise_backward_kernel(dx, x, targets, coef, kind):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        if kind == BCE:
+            dx[i] = _binary_ce_grad(x[i], targets[i], coef)
+        elif kind == BCE_LOGITS:
+            dx[i] = _binary_ce_logits_grad(x[i], targets[i], coef)
+        else:
+            dx[i] = _mse_grad(x[i], targets[i], coef)
+
+
+# launchers
+
+
+def _rows(a):
+    return a.reshape(a.shape[0], a.size // a.shape[0])
+
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def _launch_rows(k, n, *args):
+    grid, block = grid_1d(n, ROW_BLOCK)
+    launch(k, grid, block, *args)
+
+
+def _launch_elements(k, n, *args):
+    grid, block = grid_1d(min(n, 65536 * 256))
+    launch(k, grid, block, *args)
+
+
+def softmax_cross_entropy_forward(loss, probs, logits, labels):
+    _launch_rows(_softmax_ce_forward_kernel, loss.size, loss, probs, logits, labels)
+
+
+def softmax_cross_entropy_backward(dlogits, probs, labels, *, scale):
+    _launch_rows(
+        _softmax_ce_backward_kernel, probs.shape[0], dlogits, probs, labels, float32(scale)
+    )
+
+
+def softmax_categorical_cross_entropy_forward(loss, probs, logits, targets):
+    _launch_rows(_softmax_categorical_ce_forward_kernel, loss.size, loss, probs, logits, targets)
+
+
+def softmax_categorical_cross_entropy_backward(dlogits, probs, targets, *, scale):
+    _launch_rows(
+        _softmax_categorical_ce_backward_kernel,
+        probs.shape[0],
+        dlogits,
+        probs,
+        targets,
+        float32(scale),
+    )
+
+
+def sparse_categorical_crossentropy_forward(loss, probs, labels):
+    _launch_rows(_sparse_ce_forward_kernel, loss.size, loss, probs, labels)
+
+
+def sparse_categorical_crossentropy_backward(dprobs, probs, labels, *, scale):
+    _launch_rows(_sparse_ce_backward_kernel, probs.shape[0], dprobs, probs, labels, float32(scale))
+
+
+def categorical_crossentropy_forward(loss, probs, targets):
+    _launch_rows(_categorical_ce_forward_kernel, loss.size, loss, probs, targets)
+
+
+def categorical_crossentropy_backward(dprobs, probs, targets, *, scale):
+    _launch_rows(
+        _categorical_ce_backward_kernel, probs.shape[0], dprobs, probs, targets, float32(scale)
+    )
+
+
+def _pointwise_forward(loss, x, targets, kind):
+    _launch_rows(
+        _pointwise_forward_kernel, loss.size, loss, _rows(x), _rows(targets), np.int32(kind)
+    )
+
+
+def _pointwise_backward(dx, x, targets, scale, kind):
+    _launch_elements(
+        _pointwise_backward_kernel,
+        x.size,
+        _flat(dx),
+        _flat(x),
+        _flat(targets),
+        _math.pointwise_coef(kind, scale, x),
+        np.int32(kind),
+    )
+
+
+def binary_crossentropy_forward(loss, probs, targets):
+    _pointwise_forward(loss, probs, targets, BCE)
+
+
+def binary_crossentropy_backward(dprobs, probs, targets, *, scale):
+    _pointwise_backward(dprobs, probs, targets, scale, BCE)
+
+
+def binary_crossentropy_logits_forward(loss, logits, targets):
+    _pointwise_forward(loss, logits, targets, BCE_LOGITS)
+
+
+def binary_crossentropy_logits_backward(dlogits, logits, targets, *, scale):
+    _pointwise_backward(dlogits, logits, targets, scale, BCE_LOGITS)
+
+
+def mse_forward(loss, pred, targets):
+    _pointwise_forward(loss, pred, targets, MSE)
+
+
+def mse_backward(dpred, pred, targets, *, scale):
+    _pointwise_backward(dpred, pred, targets, scale, MSE)

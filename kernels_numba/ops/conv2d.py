@@ -1,2 +1,192 @@
-"""(to be written)"""
-__all__ = []
+"""2-D convolution (cross-correlation, as Keras): forward, backward-data, backward-filter.
+
+Shapes: x (N, H, W, C) NHWC; w (KH, KW, C, F) HWIO; b (F,); y (N, Ho, Wo, F).
+Padding "valid" or "same" (TensorFlow's asymmetric same: out = ceil(in / stride),
+pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total // 2, the
+rest after). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
+`workspace` (sized by `conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column
+matrix plus a (KH*KW*C, F) GEMM scratch.
+Conventions: outputs first; ops never allocate; dw/db accumulate (+=), dx overwrites.
+"""
+
+from kernels_numba import _check
+from kernels_numba.dispatch import impl
+
+__all__ = [
+    "conv2d_output_shape",
+    "conv2d_workspace_shape",
+    "conv2d_forward",
+    "conv2d_backward_data",
+    "conv2d_backward_filter",
+]
+FAMILY = "conv2d"
+PADDINGS = ("valid", "same")
+ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
+
+
+def pad_1d(size, k, stride, padding):
+    """(out, pad_before) along one axis; out == 0 when a "valid" window does not fit."""
+    if padding == "same":
+        out = -(-size // stride)
+        total = max((out - 1) * stride + k - size, 0)
+        return out, total // 2
+    if k > size:
+        return 0, 0
+    return (size - k) // stride + 1, 0
+
+
+def normalize_pair(op, name, value):
+    """An int or a pair of positive ints -> (a, b)."""
+    pair = (value, value) if isinstance(value, int) and not isinstance(value, bool) else value
+    try:
+        a, b = pair
+    except (TypeError, ValueError):
+        raise ValueError(f"{op}: expected {name} to be a pair of positive integers; "
+                         f"received {value!r}") from None
+    return _check.positive_int(op, name, a), _check.positive_int(op, name, b)
+
+
+def window_geometry(op, x_shape, window, strides, padding, what):
+    """(Ho, Wo, pad_top, pad_left) for a (KH, KW) window over x (N, H, W, C).
+
+    `what` names the window in errors, e.g. "kernel w.shape=(3, 3, 1, 8)".
+    """
+    _check.choice(op, "padding", padding, PADDINGS)
+    sh, sw = normalize_pair(op, "strides", strides)
+    kh, kw = window
+    ho, pt = pad_1d(x_shape[1], kh, sh, padding)
+    wo, pl = pad_1d(x_shape[2], kw, sw, padding)
+    if ho == 0 or wo == 0:
+        raise ValueError(f"{op}: {what} is larger than the input x.shape={tuple(x_shape)} "
+                         f"with padding={padding!r}")
+    return ho, wo, pt, pl
+
+
+def _geometry(op, x_shape, w_shape, strides, padding):
+    x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+    if len(x_shape) != 4:
+        raise ValueError(f"{op}: expected x with 4 dimensions (N, H, W, C); "
+                         f"received shape {x_shape}")
+    if len(w_shape) != 4:
+        raise ValueError(f"{op}: expected w with 4 dimensions (KH, KW, C, F); "
+                         f"received shape {w_shape}")
+    if w_shape[2] != x_shape[3]:
+        raise ValueError(f"{op}: expected w.shape == (?, ?, {x_shape[3]}, ?) to match the "
+                         f"{x_shape[3]} input channels of x.shape={x_shape}; received {w_shape}")
+    ho, wo, _, _ = window_geometry(op, x_shape, w_shape[:2], strides, padding,
+                                   f"kernel w.shape={w_shape}")
+    return ho, wo
+
+
+def conv2d_output_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
+    """(N, Ho, Wo, F) for x_shape (N, H, W, C) and w_shape (KH, KW, C, F).
+
+    Raises:
+        ValueError: bad padding or strides, channel mismatch, or a kernel larger than
+            the (padded) input.
+    """
+    ho, wo = _geometry("conv2d_output_shape", x_shape, w_shape, strides, padding)
+    return (x_shape[0], ho, wo, w_shape[3])
+
+
+def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
+    """(S,): the 1-D float32 scratch all three conv2d ops need.
+
+    S = N*Ho*Wo*KH*KW*C (the im2col matrix) + KH*KW*C*F (GEMM scratch for dw).
+    """
+    ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding)
+    k = w_shape[0] * w_shape[1] * w_shape[2]
+    return (x_shape[0] * ho * wo * k + k * w_shape[3],)
+
+
+def _check_workspace(op, workspace, x_shape, w_shape, strides, padding):
+    (need,) = conv2d_workspace_shape(x_shape, w_shape, strides=strides, padding=padding)
+    got = _check.array(op, "workspace", workspace, ndim=1)
+    if got[0] < need:
+        raise ValueError(f"{op}: expected workspace.shape == ({need},) (or larger, from "
+                         f"conv2d_workspace_shape); received {got}")
+
+
+def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
+                   activation="linear"):
+    """y = activation(conv2d(x, w) + b).
+
+    Args:
+        y: (N, Ho, Wo, F) float32, output.
+        x: (N, H, W, C) float32.
+        w: (KH, KW, C, F) float32.
+        b: (F,) float32 or None.
+        workspace: (S,) float32 scratch, S from `conv2d_workspace_shape`.
+        strides: (sh, sw) positive ints.
+        padding: "valid" or "same".
+        activation: "linear", "relu", "sigmoid" or "tanh" (fused epilogue).
+    """
+    op = "conv2d_forward"
+    x_shape = _check.array(op, "x", x, ndim=4)
+    w_shape = _check.array(op, "w", w, ndim=4)
+    _check.choice(op, "activation", activation, ACTIVATIONS)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    _check.array(op, "y", y, shape=out)
+    if b is not None:
+        _check.array(op, "b", b, shape=(w_shape[3],))
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    fn = impl(op, FAMILY, y=y, x=x, w=w, b=b, workspace=workspace)
+    fn(y, x, w, b, workspace, strides=strides, padding=padding, activation=activation)
+
+
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
+    """dx = d(conv2d(x, w)) / dx applied to dy (overwritten).
+
+    Args:
+        dx: (N, H, W, C) float32, output (overwritten).
+        dy: (N, Ho, Wo, F) float32, gradient wrt the conv output (pre-activation).
+        w: (KH, KW, C, F) float32.
+        workspace: (S,) float32 scratch, S from `conv2d_workspace_shape`.
+    """
+    op = "conv2d_backward_data"
+    x_shape = _check.array(op, "dx", dx, ndim=4)
+    w_shape = _check.array(op, "w", w, ndim=4)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    _check.array(op, "dy", dy, shape=out)
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    fn = impl(op, FAMILY, dx=dx, dy=dy, w=w, workspace=workspace)
+    fn(dx, dy, w, workspace, strides=strides, padding=padding)
+
+
+def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid"):
+    """dw += d/dw, db += d/db of conv2d applied to dy (both accumulate).
+
+    Args:
+        dw: (KH, KW, C, F) float32, accumulated.
+        db: (F,) float32 or None, accumulated.
+        dy: (N, Ho, Wo, F) float32, gradient wrt the conv output (pre-activation).
+        x: (N, H, W, C) float32, the forward input.
+        workspace: (S,) float32 scratch, S from `conv2d_workspace_shape`.
+    """
+    op = "conv2d_backward_filter"
+    x_shape = _check.array(op, "x", x, ndim=4)
+    w_shape = _check.array(op, "dw", dw, ndim=4)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    _check.array(op, "dy", dy, shape=out)
+    if db is not None:
+        _check.array(op, "db", db, shape=(w_shape[3],))
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    fn = impl(op, FAMILY, dw=dw, db=db, dy=dy, x=x, workspace=workspace)
+    fn(dw, db, dy, x, workspace, strides=strides, padding=padding)
+
+
+def conv2d_output_shape_for(op, x_shape, w_shape, strides, padding):
+    """conv2d_output_shape with errors naming `op`."""
+    ho, wo = _geometry(op, x_shape, w_shape, strides, padding)
+    return (x_shape[0], ho, wo, w_shape[3])
+
+
+def conv_plan(x_shape, w_shape, strides, padding):
+    """Validated geometry for the twins: (N, H, W, C, KH, KW, F, sh, sw, Ho, Wo, pt, pl)."""
+    n, h, wd, c = x_shape
+    kh, kw, _, f = w_shape
+    sh, sw = normalize_pair("conv2d", "strides", strides)
+    ho, pt = pad_1d(h, kh, sh, padding)
+    wo, pl = pad_1d(wd, kw, sw, padding)
+    return n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl
+

@@ -1,0 +1,28 @@
+"""kerasish: Keras's API on our own Numba kernels (CUDA, with a fast CPU twin).
+
+    import kerasish as keras
+    model = keras.Sequential([keras.Input((784,)), keras.layers.Dense(10, "softmax")])
+"""
+
+__version__ = "0.1.0"
+
+from kerasish import (  # noqa: E402,F401
+    activations,
+    callbacks,
+    config,
+    data,
+    datasets,
+    initializers,
+    layers,
+    losses,
+    metrics,
+    models,
+    optimizers,
+    utils,
+)
+from kerasish.layers import Input  # noqa: E402,F401
+from kerasish.models import Model, Sequential  # noqa: E402,F401
+
+__all__ = ["Sequential", "Model", "Input", "layers", "models", "optimizers", "losses",
+           "metrics", "activations", "initializers", "callbacks", "utils", "data", "datasets",
+           "config"]

@@ -1,0 +1,47 @@
+"""kerasish.layers: Keras layer names and constructor arguments, channels_last."""
+
+from kerasish.layers.convolutional import Conv2D
+from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Reshape
+from kerasish.layers.input_layer import Input, InputLayer
+from kerasish.layers.layer import Layer
+from kerasish.layers.normalization import BatchNormalization
+from kerasish.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+
+Convolution2D = Conv2D
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+GlobalAvgPool2D = GlobalAveragePooling2D
+
+BUILTIN = {cls.__name__: cls for cls in (
+    InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
+    AveragePooling2D, GlobalAveragePooling2D, BatchNormalization)}
+
+_registered = {}
+
+
+def register(cls, name=None):
+    """Make a custom Layer class loadable from configs by its class name."""
+    _registered[name or cls.__name__] = cls
+    return cls
+
+
+def deserialize(config, custom_objects=None):
+    """A layer from a Keras {"class_name", "config"} dict (custom_objects for custom layers)."""
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"Layer config must be a dict with 'class_name'; received {config!r}")
+    name = config["class_name"]
+    cls = (custom_objects or {}).get(name) or _registered.get(name) or BUILTIN.get(name)
+    if cls is None:
+        raise ValueError(
+            f"Unknown layer: '{name}'. Please ensure you are using a kerasish layer or pass the "
+            f"class in custom_objects. Supported layers: {sorted(BUILTIN)}")
+    return cls.from_config(dict(config.get("config", {})))
+
+
+def serialize(layer):
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+__all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",
+           "Dropout", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+           "BatchNormalization", "deserialize", "serialize", "register"]

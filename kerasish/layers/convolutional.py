@@ -1,0 +1,135 @@
+"""Conv2D: 2-D convolution, channels_last (NHWC) inputs, HWIO kernels (Keras layouts)."""
+
+import numpy as np
+
+from kernels_numba import ops
+from kerasish import activations
+from kerasish.layers.core import _init_config
+from kerasish.layers.layer import Layer
+
+
+def normalize_tuple(value, n, name, layer):
+    """An int or an n-tuple of positive ints -> n-tuple; clear error otherwise."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),) * n
+    try:
+        value = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{layer}: expected `{name}` to be an int or a tuple of {n} ints; "
+                         f"received {name}={value!r}") from None
+    if len(value) != n or any(v <= 0 for v in value):
+        raise ValueError(f"{layer}: expected `{name}` to be {n} positive ints; "
+                         f"received {name}={value!r}")
+    return value
+
+
+def normalize_padding(value, layer):
+    padding = str(value).lower()
+    if padding not in ("valid", "same"):
+        raise ValueError(f"{layer}: expected padding 'valid' or 'same'; received padding={value!r}")
+    return padding
+
+
+class Conv2D(Layer):
+    """2-D convolution. Input (batch, H, W, C) -> output (batch, H', W', filters)."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters <= 0:
+            raise ValueError(f"Conv2D: expected `filters` to be a positive integer; "
+                             f"received filters={filters!r}")
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"Conv2D: only data_format='channels_last' is supported; "
+                             f"received {data_format!r}")
+        if normalize_tuple(dilation_rate, 2, "dilation_rate", "Conv2D") != (1, 1) or groups != 1:
+            raise ValueError("Conv2D: dilation_rate != 1 and groups != 1 are not supported")
+        self.filters = int(filters)
+        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", "Conv2D")
+        self.strides = normalize_tuple(strides, 2, "strides", "Conv2D")
+        self.padding = normalize_padding(padding, "Conv2D")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+        self._workspaces = {}
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(
+            "kernel", (*self.kernel_size, input_shape[-1], self.filters), self.kernel_initializer)
+        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) \
+            if self.use_bias else None
+
+    def _w_shape(self, input_shape):
+        return (*self.kernel_size, input_shape[-1], self.filters)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 4:
+            raise ValueError(f"Conv2D {self.name}: expected input of rank 4 (batch, H, W, C); "
+                             f"received shape {tuple(input_shape)}")
+        try:
+            out = ops.conv2d_output_shape((1, *input_shape[1:]), self._w_shape(input_shape),
+                                          strides=self.strides, padding=self.padding)
+        except ValueError as exc:
+            raise ValueError(f"Conv2D {self.name}: {exc}") from None
+        return (input_shape[0], *out[1:])
+
+    def scratch_shapes(self, batch_size):
+        ws = ops.conv2d_workspace_shape((batch_size, *self.input_shape[1:]),
+                                        self._w_shape(self.input_shape),
+                                        strides=self.strides, padding=self.padding)
+        scratch = {"workspace": ((int(np.prod(ws, dtype=np.int64)),), np.float32)}
+        if self.activation not in activations.FUSABLE:
+            scratch["z"] = ((batch_size, *self.output_shape[1:]), np.float32)
+        return scratch
+
+    def _workspace(self, n):
+        """A view of the flat workspace shaped for batch n (cached: no per-step work)."""
+        ws = self._workspaces.get(n)
+        if ws is None or ws[0] is not self.scratch["workspace"]:
+            shape = ops.conv2d_workspace_shape((n, *self.input_shape[1:]),
+                                               self._w_shape(self.input_shape),
+                                               strides=self.strides, padding=self.padding)
+            flat = self.scratch["workspace"]
+            view = flat[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
+            ws = self._workspaces[n] = (flat, view)
+        return ws[1]
+
+    def forward(self, y, x, training):
+        b = self.bias.value if self.use_bias else None
+        ws = self._workspace(x.shape[0])
+        kw = {"strides": self.strides, "padding": self.padding}
+        if self.activation in activations.FUSABLE:
+            ops.conv2d_forward(y, x, self.kernel.value, b, ws, activation=self.activation, **kw)
+        else:
+            z = self.scratch_view("z", x.shape[0])
+            ops.conv2d_forward(z, x, self.kernel.value, b, ws, **kw)
+            ops.activation_forward(y, z, kind=self.activation,
+                                   alpha=activations.alpha(self.activation))
+
+    def backward(self, dx, dy, x, y):
+        n = x.shape[0]
+        if self.activation != "linear":
+            z = None if self.activation in activations.FUSABLE else self.scratch_view("z", n)
+            ops.activation_backward(dy, dy, z, y, kind=self.activation,
+                                    alpha=activations.alpha(self.activation))
+        ws = self._workspace(n)
+        kw = {"strides": self.strides, "padding": self.padding}
+        if self.trainable:
+            ops.conv2d_backward_filter(self.kernel.grad, self.bias.grad if self.use_bias else None,
+                                       dy, x, ws, **kw)
+        if dx is not None:
+            ops.conv2d_backward_data(dx, dy, self.kernel.value, ws, **kw)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "filters": self.filters, "kernel_size": list(self.kernel_size),
+            "strides": list(self.strides), "padding": self.padding,
+            "data_format": "channels_last", "dilation_rate": [1, 1], "groups": 1,
+            "activation": self.activation, "use_bias": self.use_bias,
+            "kernel_initializer": _init_config(self.kernel_initializer),
+            "bias_initializer": _init_config(self.bias_initializer),
+        })
+        return config

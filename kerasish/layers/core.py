@@ -1,0 +1,213 @@
+"""Dense, Activation, Flatten, Reshape and Dropout."""
+
+import math
+
+import numpy as np
+
+from kernels_numba import ops
+from kerasish import activations
+from kerasish import random as kr
+from kerasish.layers.layer import Layer
+
+
+def _positive_int(layer, name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: expected `{name}` to be a positive integer; "
+                         f"received {name}={value!r}")
+    return int(value)
+
+
+class Dense(Layer):
+    """Densely connected layer: y = activation(x @ kernel + bias).
+
+    Input shape: (batch, ..., input_dim). Output shape: (batch, ..., units).
+    """
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.units = _positive_int("Dense", "units", units)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight("kernel", (input_shape[-1], self.units),
+                                      self.kernel_initializer)
+        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer) \
+            if self.use_bias else None
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) < 2:
+            raise ValueError(f"Dense {self.name}: expected input of rank >= 2 (batch, features); "
+                             f"received shape {input_shape}")
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def _fused(self):
+        return self.activation in activations.FUSABLE
+
+    def scratch_shapes(self, batch_size):
+        if self._fused():
+            return {}
+        rows = batch_size * int(np.prod(self.input_shape[1:-1], dtype=np.int64))
+        return {"z": ((rows, self.units), np.float32)}
+
+    def _rows(self, a, width):
+        return a if a.ndim == 2 else a.reshape((a.size // width, width))
+
+    def forward(self, y, x, training):
+        x2, y2 = self._rows(x, x.shape[x.ndim - 1]), self._rows(y, self.units)
+        b = self.bias.value if self.use_bias else None
+        if self._fused():
+            ops.dense_forward(y2, x2, self.kernel.value, b, activation=self.activation)
+        else:
+            z = self.scratch_view("z", y2.shape[0])
+            ops.dense_forward(z, x2, self.kernel.value, b)
+            ops.activation_forward(y2, z, kind=self.activation,
+                                   alpha=activations.alpha(self.activation))
+
+    def backward(self, dx, dy, x, y):
+        x2, y2, dy2 = self._rows(x, x.shape[x.ndim - 1]), self._rows(y, self.units), \
+            self._rows(dy, self.units)
+        if self.activation != "linear":
+            z = None if self._fused() else self.scratch_view("z", y2.shape[0])
+            ops.activation_backward(dy2, dy2, z, y2, kind=self.activation,
+                                    alpha=activations.alpha(self.activation))
+        trainable = self.trainable
+        ops.dense_backward(
+            None if dx is None else self._rows(dx, x.shape[x.ndim - 1]),
+            self.kernel.grad if trainable else None,
+            self.bias.grad if (trainable and self.use_bias) else None,
+            dy2, x2, self.kernel.value,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "units": self.units, "activation": self.activation, "use_bias": self.use_bias,
+            "kernel_initializer": _init_config(self.kernel_initializer),
+            "bias_initializer": _init_config(self.bias_initializer),
+        })
+        return config
+
+
+def _init_config(init):
+    from kerasish import initializers
+
+    if isinstance(init, str):
+        init = initializers.get(init)
+    if isinstance(init, dict):
+        return init
+    return {"module": "keras.initializers", "class_name": type(init).__name__,
+            "config": init.get_config() if hasattr(init, "get_config") else {},
+            "registered_name": None}
+
+
+class Activation(Layer):
+    """Applies an activation function: Activation('relu')."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def forward(self, y, x, training):
+        ops.activation_forward(y, x, kind=self.activation, alpha=activations.alpha(self.activation))
+
+    def backward(self, dx, dy, x, y):
+        if dx is not None:
+            ops.activation_backward(dx, dy, x, y, kind=self.activation,
+                                    alpha=activations.alpha(self.activation))
+
+    def get_config(self):
+        return {**super().get_config(), "activation": self.activation}
+
+
+class Flatten(Layer):
+    """Flattens all but the batch axis. Zero-copy: the output aliases the input buffer."""
+
+    aliases_input = True
+
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], int(np.prod(input_shape[1:], dtype=np.int64)))
+
+    def get_config(self):
+        return {**super().get_config(), "data_format": "channels_last"}
+
+
+class Reshape(Layer):
+    """Reshapes the per-sample shape (one entry may be -1). Zero-copy like Flatten."""
+
+    aliases_input = True
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(s) for s in target_shape)
+
+    def compute_output_shape(self, input_shape):
+        size = int(np.prod(input_shape[1:], dtype=np.int64))
+        shape = list(self.target_shape)
+        if shape.count(-1) > 1:
+            raise ValueError(f"Reshape {self.name}: at most one -1 in target_shape; "
+                             f"received {self.target_shape}")
+        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if -1 in shape:
+            if known == 0 or size % known:
+                raise ValueError(f"Reshape {self.name}: cannot reshape input {input_shape} "
+                                 f"to target_shape {self.target_shape}")
+            shape[shape.index(-1)] = size // known
+        if int(np.prod(shape, dtype=np.int64)) != size:
+            raise ValueError(f"Reshape {self.name}: total size of the input {input_shape} "
+                             f"does not match target_shape {self.target_shape}")
+        return (input_shape[0], *shape)
+
+    def get_config(self):
+        return {**super().get_config(), "target_shape": list(self.target_shape)}
+
+
+class Dropout(Layer):
+    """Randomly zeroes inputs at `rate` during training, scaling the rest by 1/(1-rate).
+
+    Masks come from a counter-based hash of (seed, step, index): reproducible from
+    kerasish.utils.set_random_seed and identical on CPU and CUDA.
+    """
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(rate, (int, float)) or not 0 <= rate < 1 or math.isnan(rate):
+            raise ValueError(f"Dropout: expected rate in [0, 1); received rate={rate!r}")
+        if noise_shape is not None:
+            raise ValueError("Dropout: noise_shape is not supported; received "
+                             f"noise_shape={noise_shape!r}")
+        self.rate = float(rate)
+        self.seed = seed
+        self._seed = None
+        self._step = 0
+
+    def build(self, input_shape):
+        self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
+
+    def scratch_shapes(self, batch_size):
+        return {"mask": ((batch_size, *self.input_shape[1:]), np.float32)}
+
+    def forward(self, y, x, training):
+        if training and self.rate > 0:
+            mask = self.scratch_view("mask", x.shape[0])
+            ops.dropout_forward(y, mask, x, rate=self.rate, seed=self._seed, step=self._step)
+            self._step += 1
+        else:
+            ops.copy(y, x)
+
+    def backward(self, dx, dy, x, y):
+        if dx is None:
+            return
+        if self.rate > 0:
+            ops.dropout_backward(dx, dy, self.scratch_view("mask", dy.shape[0]))
+        else:
+            ops.copy(dx, dy)
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed, "noise_shape": None}

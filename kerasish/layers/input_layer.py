@@ -1,0 +1,42 @@
+"""InputLayer and Input: declare the per-sample input shape of a model."""
+
+from kerasish.layers.layer import Layer
+
+
+class InputLayer(Layer):
+    """Holds the per-sample input shape; Sequential keeps it out of `model.layers`.
+
+    Args:
+        shape: per-sample shape, e.g. (28, 28, 1).
+        batch_size: optional fixed batch size (informational).
+    """
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
+                 batch_shape=None, input_shape=None, batch_input_shape=None, **kwargs):
+        kwargs.pop("sparse", None)
+        kwargs.pop("ragged", None)
+        if shape is None:
+            shape = input_shape
+        if shape is None and batch_shape is not None:
+            shape = tuple(batch_shape)[1:]
+        if shape is None and batch_input_shape is not None:
+            shape = tuple(batch_input_shape)[1:]
+        if shape is None:
+            raise ValueError("InputLayer: expected a `shape` (per-sample input shape); received None")
+        shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+        if any(s is None or int(s) <= 0 for s in shape):
+            raise ValueError(f"InputLayer: expected positive dimensions; received shape={shape}")
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self.shape = tuple(int(s) for s in shape)
+        self.batch_size = batch_size
+        self.built = True
+
+    def get_config(self):
+        return {"batch_shape": [self.batch_size, *self.shape], "dtype": "float32",
+                "sparse": False, "name": self.name}
+
+
+def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, **kwargs):
+    """Keras's `Input(...)`: here an InputLayer that Sequential accepts as its first layer."""
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name,
+                      batch_shape=batch_shape, **kwargs)

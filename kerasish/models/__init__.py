@@ -1,0 +1,21 @@
+"""kerasish.models: Sequential, load_model, model_from_json."""
+
+from kerasish.models.sequential import Sequential
+
+Model = Sequential
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Load a model saved by `model.save(...h5)` (by kerasish, Keras 3 or tf.keras 2)."""
+    from kerasish import saving
+
+    return saving.load_model(filepath, custom_objects=custom_objects, compile=compile)
+
+
+def model_from_json(json_string, custom_objects=None):
+    from kerasish import saving
+
+    return saving.model_from_json(json_string, custom_objects=custom_objects)
+
+
+__all__ = ["Sequential", "Model", "load_model", "model_from_json"]

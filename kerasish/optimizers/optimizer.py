@@ -1,0 +1,141 @@
+"""Optimizer base: Keras arguments, learning rate, iteration count and slot variables.
+
+Each update is one fused kernels_numba op per trainable variable that also zeroes
+the gradient, so a training step needs no separate zeroing launch.
+"""
+
+import numpy as np
+
+from kerasish.variables import Variable
+
+
+class HostScalar:
+    """A Variable-like scalar kept on the host (iteration count, learning rate)."""
+
+    def __init__(self, name, path, value, dtype):
+        self.name, self.path, self.dtype = name, path, dtype
+        self.value = np.asarray(value, dtype=dtype)
+        self.trainable = False
+
+    @property
+    def shape(self):
+        return ()
+
+    def numpy(self):
+        return np.array(self.value, dtype=self.dtype)
+
+    def assign(self, value):
+        value = np.asarray(value, dtype=self.dtype)
+        if value.shape != ():
+            raise ValueError(f"Variable {self.path}: expected a scalar; received shape "
+                             f"{value.shape}")
+        self.value = value
+
+
+class Optimizer:
+    """Base class. Subclasses define SLOTS (slot names) and `_update(var, slots, lr)`."""
+
+    SLOTS = ()
+
+    def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        kwargs.pop("is_legacy_optimizer", None)
+        if kwargs:
+            raise ValueError(f"{type(self).__name__}: unrecognized arguments {sorted(kwargs)}")
+        unsupported = {"clipnorm": clipnorm, "clipvalue": clipvalue,
+                       "global_clipnorm": global_clipnorm, "loss_scale_factor": loss_scale_factor,
+                       "gradient_accumulation_steps": gradient_accumulation_steps}
+        bad = {k: v for k, v in unsupported.items() if v is not None}
+        if bad or use_ema:
+            raise ValueError(f"{type(self).__name__}: unsupported arguments {bad or {'use_ema': 1}}")
+        self.name = name or type(self).__name__.lower()
+        self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate",
+                              _check_lr(self, learning_rate), np.float32)
+        self._iterations = HostScalar("iteration", f"{self.name}/iteration", 0, np.int64)
+        self.weight_decay = weight_decay
+        self._slots = {}  # id(var) -> {slot_name: Variable}
+        self._tracked = []
+
+    @property
+    def learning_rate(self):
+        return float(self._lr.value)
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._lr.assign(_check_lr(self, value))
+
+    lr = learning_rate
+
+    @property
+    def iterations(self):
+        return int(self._iterations.value)
+
+    @iterations.setter
+    def iterations(self, value):
+        self._iterations.assign(int(value))
+
+    def build(self, variables):
+        """Create zeroed slot buffers for each trainable variable (once)."""
+        for var in variables:
+            if not var.trainable or id(var) in self._slots:
+                continue
+            var.ensure_grad()
+            slots = {}
+            stem = var.path.replace("/", "_")
+            for slot in self.SLOTS:
+                init = np.full(var.shape, self._slot_initial_value(slot), np.float32)
+                slots[slot] = Variable(init, f"{stem}_{slot}", trainable=False,
+                                       device=var.device, path=f"{self.name}/{stem}_{slot}")
+            self._slots[id(var)] = slots
+            self._tracked.append(var)
+
+    def _slot_initial_value(self, slot):
+        return 0.0
+
+    @property
+    def variables(self):
+        """Keras order: iteration, learning_rate, then each variable's slots."""
+        out = [self._iterations, self._lr]
+        for var in self._tracked:
+            out.extend(self._slots[id(var)].values())
+        return out
+
+    def apply(self, variables):
+        """One update of every trainable variable from its `.grad`; zeroes the gradients."""
+        lr = self.learning_rate
+        step = self.iterations + 1
+        for var in variables:
+            if var.trainable:
+                self._update(var, self._slots[id(var)], lr, step)
+        self._iterations.assign(step)
+
+    def _update(self, var, slots, lr, step):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {"name": self.name, "learning_rate": self.learning_rate,
+                "weight_decay": self.weight_decay, "clipnorm": None, "global_clipnorm": None,
+                "clipvalue": None, "use_ema": False, "ema_momentum": 0.99,
+                "ema_overwrite_frequency": None, "loss_scale_factor": None,
+                "gradient_accumulation_steps": None}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            raise ValueError(f"{cls.__name__}: learning-rate schedules are not supported; "
+                             f"received {config['learning_rate']}")
+        return cls(**config)
+
+
+def _check_lr(opt, value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{type(opt).__name__}: expected a float learning_rate; "
+                        f"received {value!r}") from None
+    if not value >= 0:
+        raise ValueError(f"{type(opt).__name__}: expected learning_rate >= 0; received {value}")
+    return value

@@ -1,0 +1,200 @@
+"""Opening untrusted `.h5` files: signature and structure checks before anything is
+read, and link-safe lookups (soft links, external links, external or virtual datasets
+and shape bombs are refused, as Keras 3's `safe_get_h5_group/_dataset` do).
+
+Every error names the file and the problem: OSError for I/O (missing, unreadable,
+truncated), ValueError for content.
+"""
+
+import contextlib
+import math
+import os
+
+import h5py
+import numpy as np
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+# Datasets whose declared size is above this floor must not exceed 1000x the bytes
+# actually stored (a compressed fill-value "shape bomb" would allocate terabytes).
+_BOMB_FLOOR_BYTES = 1 << 32
+_MAX_EXPANSION = 1000
+_MAX_OBJECTS = 1_000_000
+
+_LINK_KINDS = {h5py.h5l.TYPE_SOFT: "a soft link", h5py.h5l.TYPE_EXTERNAL: "an external link"}
+
+
+def _describe(path):
+    """A short guess at what a non-HDF5 file is, for the error message."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive (a Keras .keras file? kerasish reads .h5 files)"
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "a JSON text file (use model_from_json for architecture JSON)"
+    if head.startswith(b"\x93NUMPY"):
+        return "a NumPy .npy file"
+    return f"not an HDF5 file (first bytes {head!r})"
+
+
+def _has_signature(path):
+    """HDF5's superblock signature sits at 0, 512, 1024, 2048, ... (user block)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        offset = 0
+        while offset + 8 <= size:
+            fh.seek(offset)
+            if fh.read(8) == _HDF5_SIGNATURE:
+                return True
+            offset = 512 if offset == 0 else offset * 2
+    return False
+
+
+def scan(f, source):
+    """Reject links other than hard links and datasets stored outside the file.
+
+    Walks every link once (HDF5's own link iteration, which is cycle-safe).
+    """
+    found = []
+
+    def visit_link(name, info):
+        visit_link.count += 1
+        if info.type != h5py.h5l.TYPE_HARD:
+            found.append((name.decode("utf8", "replace"),
+                          _LINK_KINDS.get(info.type, "a user-defined link")))
+            return 1  # stop iterating
+        if visit_link.count > _MAX_OBJECTS:
+            found.append((name.decode("utf8", "replace"), f"more than {_MAX_OBJECTS} links"))
+            return 1
+        return None
+
+    visit_link.count = 0
+    f.id.links.visit(visit_link, info=True)
+    if found:
+        name, what = found[0]
+        raise ValueError(f"Refusing to load {source}: it contains {what} at '/{name}' "
+                         "(only self-contained HDF5 files are accepted)")
+
+    def visit_object(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            _check_storage(obj, source)
+        return None
+
+    f.visititems(visit_object)
+
+
+def _check_storage(dset, source):
+    where = f"dataset '{dset.name}' in {source}"
+    if dset.external:
+        raise ValueError(f"Refusing to load {source}: {where} is stored in external "
+                         f"file(s) {[e[0] for e in dset.external]}")
+    if dset.is_virtual:
+        raise ValueError(f"Refusing to load {source}: {where} is a virtual dataset")
+
+
+def check_dataset(dset, source):
+    """Refuse external, virtual, non-numeric and shape-bomb datasets."""
+    _check_storage(dset, source)
+    where = f"dataset '{dset.name}' in {source}"
+    if dset.dtype.kind not in "biuf":
+        raise ValueError(f"Cannot load {where}: expected a numeric dataset; "
+                         f"received dtype {dset.dtype}")
+    if dset.shape is None:
+        raise ValueError(f"Cannot load {where}: the dataset has no shape (null dataspace)")
+    declared = math.prod(dset.shape) * dset.dtype.itemsize
+    if declared > _BOMB_FLOOR_BYTES and declared > _MAX_EXPANSION * dset.id.get_storage_size():
+        raise ValueError(f"Refusing to load {where}: it declares {declared} bytes but "
+                         f"stores only {dset.id.get_storage_size()} (a shape bomb?)")
+
+
+def get_group(parent, name, source):
+    """`parent[name]` as a Group, refusing links, like Keras's safe_get_h5_group."""
+    current = parent
+    for part in name.split("/"):
+        if not part:
+            raise ValueError(f"Cannot load {source}: invalid group path '{name}'")
+        if part not in current:
+            raise ValueError(f"Cannot load {source}: group '{current.name}' has no "
+                             f"member '{part}' (looking up '{name}'); the file is not a "
+                             "complete kerasish/Keras checkpoint")
+        link = current.get(part, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise ValueError(f"Refusing to load {source}: '{current.name}/{part}' is "
+                             f"{type(link).__name__}")
+        current = current[part]
+        if not isinstance(current, h5py.Group):
+            raise ValueError(f"Cannot load {source}: expected '{current.name}' to be a "
+                             f"group; received {type(current).__name__}")
+    return current
+
+
+def get_dataset(group, name, source):
+    """`group[name]` as a checked Dataset (a `/` in the name walks subgroups)."""
+    if "/" in name:
+        parent, name = name.rsplit("/", 1)
+        group = get_group(group, parent, source)
+    if not name or name not in group:
+        raise ValueError(f"Cannot load {source}: group '{group.name}' has no dataset "
+                         f"'{name}' (listed in weight_names but missing)")
+    link = group.get(name, getlink=True)
+    if not isinstance(link, h5py.HardLink):
+        raise ValueError(f"Refusing to load {source}: '{group.name}/{name}' is "
+                         f"{type(link).__name__}")
+    dset = group[name]
+    if not isinstance(dset, h5py.Dataset):
+        raise ValueError(f"Cannot load {source}: expected '{dset.name}' to be a dataset; "
+                         f"received {type(dset).__name__}")
+    check_dataset(dset, source)
+    return dset
+
+
+def read_array(dset, source):
+    """Read a whole dataset into a NumPy array, naming the file on I/O failure."""
+    try:
+        return np.asarray(dset[()])
+    except (OSError, RuntimeError, KeyError) as e:
+        raise OSError(f"Cannot read dataset '{dset.name}' from {source}: the file is "
+                      f"truncated or corrupt ({e})") from e
+
+
+@contextlib.contextmanager
+def open_for_read(filepath):
+    """Open an untrusted `.h5` for reading after validating it; yield the h5py.File.
+
+    h5py/HDF5 failures inside the block are re-raised as OSError/ValueError that name
+    the file, so callers see one kind of error for any damaged input.
+    """
+    path = os.fspath(filepath)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Cannot load {path}: no such file")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"Cannot load {path}: it is a directory, not an .h5 file")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"Cannot load {path}: the file is empty (0 bytes)")
+    if not _has_signature(path):
+        raise ValueError(f"Cannot load {path}: it is {_describe(path)}")
+    try:
+        f = h5py.File(path, "r")
+    except (OSError, RuntimeError, ValueError) as e:
+        raise OSError(f"Cannot load {path}: the HDF5 file is truncated or corrupt "
+                      f"({e})") from e
+    try:
+        try:
+            scan(f, path)
+        except (OSError, RuntimeError, KeyError) as e:
+            raise OSError(f"Cannot load {path}: the HDF5 file is corrupt ({e})") from e
+        try:
+            yield f
+        except (KeyError, RuntimeError, TypeError) as e:
+            raise ValueError(f"Cannot load {path}: {type(e).__name__}: {e}") from e
+        except ValueError as e:  # h5py's own ValueErrors do not name the file
+            if path in str(e):
+                raise
+            raise ValueError(f"Cannot load {path}: {e}") from e
+        except OSError as e:
+            if isinstance(e, (FileNotFoundError, PermissionError)) or path in str(e):
+                raise
+            raise OSError(f"Cannot load {path}: the HDF5 file is truncated or corrupt "
+                          f"({e})") from e
+    finally:
+        with contextlib.suppress(Exception):
+            f.close()

@@ -1,0 +1,202 @@
+"""Moving values between a model's Variables and the plain data of `h5_format`:
+collecting weights to save, and matching loaded arrays to layers (topologically, by
+name, or by native-layout position) with every count and shape checked before any
+Variable is written, so a failed load leaves the model as it was."""
+
+import logging
+import warnings
+
+import numpy as np
+
+from kerasish.saving import h5_format
+
+logger = logging.getLogger("kerasish")
+
+
+def legacy_weights(layer):
+    """Keras's h5 weight order: trainable weights, then non-trainable ones."""
+    return list(layer.trainable_weights) + list(layer.non_trainable_weights)
+
+
+def legacy_layers(model):
+    """[(layer_name, [(weight_path, array)])] for `h5_format.write_model_weights`."""
+    return [(layer.name, [(str(w.path), np.asarray(w.numpy())) for w in legacy_weights(layer)])
+            for layer in model.layers]
+
+
+def native_layers(model):
+    """[(class_name, layer_name, [array])] for `h5_format.write_native_weights`."""
+    return [(type(layer).__name__, layer.name,
+             [np.asarray(w.numpy()) for w in legacy_weights(layer)]) for layer in model.layers]
+
+
+def _opt_value(var):
+    value = np.asarray(var.numpy())
+    name = str(getattr(var, "name", ""))
+    # Keras stores the step counter as an int32 scalar and everything else as float32.
+    return value.astype(np.int32 if name.endswith("iteration") else np.float32)
+
+
+def optimizer_name(optimizer):
+    name = getattr(optimizer, "name", None)
+    return name if isinstance(name, str) else h5_format.snake_case(type(optimizer).__name__)
+
+
+def optimizer_weights(optimizer):
+    """[(name, array)] over `optimizer.variables` in Keras order, or None."""
+    variables = list(getattr(optimizer, "variables", None) or []) if optimizer else []
+    if not variables:
+        return None
+    prefix = optimizer_name(optimizer)
+    out = []
+    for v in variables:
+        path = getattr(v, "path", None) or f"{prefix}/{v.name}"
+        out.append((str(path), _opt_value(v)))
+    return out
+
+
+def _shape(var):
+    return tuple(int(s) for s in var.shape)
+
+
+def _skip_or_raise(message, skip_mismatch):
+    if not skip_mismatch:
+        raise ValueError(message)
+    warnings.warn(f"Skipping: {message}", stacklevel=4)
+
+
+def _check_layer(layer, file_name, values, source, where, skip_mismatch, count_skips=False):
+    """[(var, value)] for one layer after checking the weight count and each shape."""
+    symbolic = legacy_weights(layer)
+    if len(values) != len(symbolic):
+        msg = (f"Weight count mismatch for {where} (named {layer.name} in the model, "
+               f"{file_name} in {source}): the layer expects {len(symbolic)} weight(s) "
+               f"{[_shape(v) for v in symbolic]}; the file has {len(values)} "
+               f"{[np.shape(v) for _, v in values]}")
+        if count_skips:
+            _skip_or_raise(msg, skip_mismatch)
+            return []
+        raise ValueError(msg)
+    pairs = []
+    for var, (wname, value) in zip(symbolic, values):
+        if _shape(var) != tuple(value.shape):
+            _skip_or_raise(
+                f"Shape mismatch in {where} (named {layer.name} in the model, {file_name} "
+                f"in {source}) for weight {var.path}: the model expects shape "
+                f"{_shape(var)}; the file has shape {tuple(value.shape)} ('{wname}')",
+                skip_mismatch)
+            continue
+        pairs.append((var, value))
+    return pairs
+
+
+def _assign_all(pairs):
+    for var, value in pairs:
+        var.assign(value)
+
+
+def load_legacy(model, data, source, skip_mismatch=False, by_name=False):
+    """Assign `h5_format.read_model_weights` data to the model's layers."""
+    saved = data["layers"]
+    if by_name:
+        index = {}
+        for layer in model.layers:
+            index.setdefault(layer.name, []).append(layer)
+        pairs = []
+        for k, (name, values) in enumerate(saved):
+            for layer in index.get(name, []):
+                pairs += _check_layer(layer, name, values, source, f"layer #{k}",
+                                      skip_mismatch, count_skips=True)
+    else:
+        model_layers = [layer for layer in model.layers if legacy_weights(layer)]
+        file_layers = [(name, values) for name, values in saved if values]
+        if len(model_layers) != len(file_layers):
+            hint = "" if getattr(model, "built", True) else " (the model is not built yet)"
+            raise ValueError(
+                f"Layer count mismatch when loading weights from {source}: the model has "
+                f"{len(model_layers)} layers with weights {[layer.name for layer in model_layers]}"
+                f"{hint}; the file has {len(file_layers)} {[n for n, _ in file_layers]}")
+        pairs = []
+        for k, (layer, (name, values)) in enumerate(zip(model_layers, file_layers)):
+            pairs += _check_layer(layer, name, values, source, f"layer #{k}", skip_mismatch)
+    if data.get("top_level"):
+        _skip_or_raise(f"Weight count mismatch for top-level weights in {source}: the "
+                       f"model has 0 top-level weights; the file has {len(data['top_level'])}",
+                       skip_mismatch)
+    _assign_all(pairs)
+
+
+def load_native(model, data, source, skip_mismatch=False, by_name=False):
+    """Assign `h5_format.read_native_weights` data (matched by structure position, or
+    by the stored layer name with `by_name`)."""
+    saved = data["layers"]
+    keys = h5_format.native_layer_keys([type(layer).__name__ for layer in model.layers])
+    by_stored_name = {name: key for key, (name, _) in saved.items() if name is not None}
+    pairs, used = [], set()
+    for k, (layer, key) in enumerate(zip(model.layers, keys)):
+        if by_name:
+            key = by_stored_name.get(layer.name)
+            if key is None:
+                continue
+        elif key not in saved and not legacy_weights(layer):
+            continue
+        used.add(key)
+        _, arrays = saved.get(key, (None, []))
+        values = [(f"layers/{key}/vars/{i}", a) for i, a in enumerate(arrays)]
+        pairs += _check_layer(layer, f"layers/{key}", values, source, f"layer #{k}",
+                              skip_mismatch, count_skips=True)
+    extra = [key for key, (_, arrays) in saved.items() if arrays and key not in used]
+    if extra and not by_name:
+        _skip_or_raise(f"{source} has weights for layers {extra} that the model does not "
+                       f"have (the model's layers are {keys})", skip_mismatch)
+    _assign_all(pairs)
+
+
+def restore_optimizer(model, saved, source):
+    """Build the optimizer's slots, then assign the saved [(name, array)] in order.
+
+    Like Keras, a state that does not fit (another optimizer, another model) is
+    reported and the optimizer keeps its fresh state; nothing is partially assigned.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not saved:
+        return False
+    if not getattr(optimizer, "built", False) and hasattr(optimizer, "build"):
+        optimizer.build(list(getattr(model, "trainable_weights", None) or
+                             [w for layer in model.layers for w in layer.trainable_weights]))
+    variables = list(optimizer.variables)
+    pairs = []
+    for var, (name, value) in zip(variables, saved):
+        value = np.asarray(value)
+        shape = _shape(var)
+        if shape != value.shape and value.size == 1 and int(np.prod(shape)) == 1:
+            value = value.reshape(shape)  # () vs (1,) scalars
+        if shape != value.shape:
+            logger.warning(
+                "Error in loading the saved optimizer state from %s: variable %s has shape "
+                "%s but the saved '%s' has shape %s. As a result, your model is starting "
+                "with a freshly initialized optimizer.", source,
+                getattr(var, "path", var.name), shape, name, value.shape)
+            return False
+        pairs.append((var, value))
+    if len(saved) != len(variables):
+        logger.warning("The optimizer state in %s has %d variables; the optimizer has %d. "
+                       "Only the first %d were restored.", source, len(saved),
+                       len(variables), len(pairs))
+    _assign_all(pairs)
+    return True
+
+
+def extra_state(model):
+    """[(layer_name, state)] from layers that define `get_extra_state()`: state that
+    is not a Variable but that bit-identical resumption needs (dropout RNG step)."""
+    return [(layer.name, dict(layer.get_extra_state())) for layer in model.layers
+            if callable(getattr(layer, "get_extra_state", None))]
+
+
+def restore_extra_state(model, saved):
+    """Give each layer with `set_extra_state` its saved state, matched by layer name."""
+    for layer in model.layers:
+        state = saved.get(layer.name)
+        if state and callable(getattr(layer, "set_extra_state", None)):
+            layer.set_extra_state(state)

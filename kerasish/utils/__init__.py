@@ -1,0 +1,24 @@
+"""kerasish.utils: to_categorical, set_random_seed, get_file."""
+
+import numpy as np
+
+from kerasish.random import set_seed as set_random_seed
+from kerasish.utils.file_utils import get_file
+
+
+def to_categorical(x, num_classes=None):
+    """One-hot encode integer class ids (Keras: float64 result, trailing 1-dim squeezed)."""
+    x = np.array(x, dtype="int64")
+    if x.ndim > 1 and x.shape[-1] == 1:
+        x = x.reshape(x.shape[:-1])
+    if num_classes is None:
+        num_classes = int(x.max()) + 1 if x.size else 0
+    if x.size and (x.min() < 0 or x.max() >= num_classes):
+        raise ValueError(f"to_categorical: class ids must be in [0, {num_classes}); "
+                         f"received values in [{x.min()}, {x.max()}]")
+    out = np.zeros((x.size, num_classes))
+    out[np.arange(x.size), x.reshape(-1)] = 1
+    return out.reshape((*x.shape, num_classes))
+
+
+__all__ = ["to_categorical", "set_random_seed", "get_file"]

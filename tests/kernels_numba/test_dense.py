@@ -1,0 +1,218 @@
+import numpy as np
+import pytest
+
+from kernels_numba import cuda_available, ops
+from kernels_numba.testing import assert_close, host, numeric_grad, on, randn
+
+ACTS = {
+    "linear": lambda z: z,
+    "relu": lambda z: np.maximum(z, 0.0),
+    "sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
+    "tanh": np.tanh,
+}
+
+
+def _operands(m, n, k, trans_a, trans_b, seed=0):
+    a = randn((k, m) if trans_a else (m, k), seed=seed)
+    b = randn((n, k) if trans_b else (k, n), seed=seed + 1)
+    return a, b
+
+
+def _ref_product(a, b, trans_a, trans_b):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
+
+
+# matmul
+
+@pytest.mark.parametrize("trans_b", [False, True], ids=["n", "t"])
+@pytest.mark.parametrize("trans_a", [False, True], ids=["n", "t"])
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (5, 7, 3), (33, 17, 65)], ids=str)
+def test_matmul_alpha_beta(device, mnk, trans_a, trans_b):
+    m, n, k = mnk
+    a, b = _operands(m, n, k, trans_a, trans_b)
+    c0 = randn((m, n), seed=7)
+    c = on(device, c0)
+    ops.matmul(c, on(device, a), on(device, b), trans_a=trans_a, trans_b=trans_b,
+               alpha=0.5, beta=-1.5)
+    expected = 0.5 * _ref_product(a, b, trans_a, trans_b) - 1.5 * c0.astype(np.float64)
+    assert_close(host(c), expected, rtol=1e-5, atol=1e-5, what=f"matmul {mnk} {trans_a} {trans_b}")
+
+
+@pytest.mark.parametrize("mnk", [(65, 3, 2), (3, 66, 9)], ids=str)
+def test_matmul_several_blocks(device, mnk):
+    m, n, k = mnk
+    a, b = _operands(m, n, k, False, True, seed=3)
+    c = on(device, np.zeros((m, n), np.float32))
+    ops.matmul(c, on(device, a), on(device, b), trans_b=True)
+    assert_close(host(c), _ref_product(a, b, False, True), what=f"matmul {mnk}")
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_matmul_beta_zero_ignores_old_c(device, alpha):
+    a, b = _operands(4, 3, 5, False, False, seed=5)
+    c = on(device, np.full((4, 3), np.nan, np.float32))
+    ops.matmul(c, on(device, a), on(device, b), alpha=alpha)
+    assert_close(host(c), alpha * _ref_product(a, b, False, False), what="beta=0")
+
+
+def test_matmul_accumulates_with_beta_one(device):
+    a, b = _operands(3, 5, 4, True, False, seed=9)
+    c0 = randn((3, 5), seed=10)
+    c = on(device, c0)
+    for _ in range(2):
+        ops.matmul(c, on(device, a), on(device, b), trans_a=True, beta=1.0)
+    assert_close(host(c), c0 + 2 * _ref_product(a, b, True, False), what="c += a.T @ b twice")
+
+
+@pytest.mark.cudasim
+@pytest.mark.parametrize("trans_b", [False, True], ids=["n", "t"])
+@pytest.mark.parametrize("trans_a", [False, True], ids=["n", "t"])
+def test_gemm_large_tile_kernels(trans_a, trans_b):
+    """The 128x128-tile kernels (picked for big products) on a small edge-only product."""
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba.gpu import dense as gpu_dense
+
+    a, b = _operands(5, 7, 11, trans_a, trans_b, seed=11)
+    c0 = randn((5, 7), seed=12)
+    c = on("cuda", c0)
+    gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=trans_a, trans_b=trans_b,
+                   alpha=2.0, beta=0.5, tile="t128")
+    expected = 2.0 * _ref_product(a, b, trans_a, trans_b) + 0.5 * c0
+    assert_close(host(c), expected, what="t128 tile")
+
+
+@pytest.mark.cudasim
+@pytest.mark.parametrize("beta", [0.0, 1.0, -2.0])
+def test_gemm_split_k(beta):
+    """Split-K (blocks over gridDim.z adding partial products with atomics), forced small."""
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba.gpu import dense as gpu_dense
+
+    a, b = _operands(5, 7, 40, True, False, seed=13)
+    c0 = randn((5, 7), seed=14)
+    c = on("cuda", np.full((5, 7), np.nan, np.float32) if beta == 0 else c0)
+    gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, alpha=0.5, beta=beta, splits=3)
+    expected = 0.5 * _ref_product(a, b, True, False) + (beta * c0 if beta else 0.0)
+    assert_close(host(c), expected, what=f"split-K beta={beta}")
+
+
+def test_split_k_heuristic():
+    from kernels_numba.gpu.dense import MAX_SPLITS, pick_splits
+
+    assert pick_splits(5, 86528) > 1  # conv weight gradient: 5 output tiles, long K
+    assert pick_splits(5, 86528) <= MAX_SPLITS
+    assert pick_splits(4, 64) == 1  # short K: not worth the atomics
+    assert pick_splits(1024, 1 << 20) == 1  # the output tiles already fill the GPU
+
+
+# dense_forward / dense_backward
+
+@pytest.mark.parametrize("activation", list(ACTS))
+@pytest.mark.parametrize("shape", [(1, 3, 5), (4, 7, 3)], ids=str)
+def test_dense_forward(device, shape, activation):
+    n, f_in, f_out = shape
+    x, w, b = randn((n, f_in), seed=1), randn((f_in, f_out), seed=2), randn((f_out,), seed=3)
+    y = on(device, np.zeros((n, f_out), np.float32))
+    ops.dense_forward(y, on(device, x), on(device, w), on(device, b), activation=activation)
+    z = x.astype(np.float64) @ w + b
+    assert_close(host(y), ACTS[activation](z), what=f"dense_forward {activation}")
+
+
+def test_dense_forward_without_bias(device):
+    x, w = randn((2, 5), seed=4), randn((5, 3), seed=5)
+    y = on(device, np.full((2, 3), np.nan, np.float32))
+    ops.dense_forward(y, on(device, x), on(device, w), None, activation="tanh")
+    assert_close(host(y), np.tanh(x.astype(np.float64) @ w), what="dense_forward no bias")
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 2), (5, 4, 3)], ids=str)
+def test_dense_backward_matches_numeric_grad_and_accumulates(device, shape):
+    n, f_in, f_out = shape
+    x, w, b = randn((n, f_in), seed=1), randn((f_in, f_out), seed=2), randn((f_out,), seed=3)
+    dy = randn((n, f_out), seed=4)
+    dw0, db0 = randn((f_in, f_out), seed=5), randn((f_out,), seed=6)
+
+    def loss(x_, w_, b_):
+        return np.sum((x_ @ w_ + b_) * dy)
+
+    x64, w64, b64 = (v.astype(np.float64) for v in (x, w, b))
+    gx = numeric_grad(lambda v: loss(v, w64, b64), x64)
+    gw = numeric_grad(lambda v: loss(x64, v, b64), w64)
+    gb = numeric_grad(lambda v: loss(x64, w64, v), b64)
+
+    dx = on(device, np.full((n, f_in), np.nan, np.float32))  # overwritten
+    dw, db = on(device, dw0), on(device, db0)  # accumulated
+    ops.dense_backward(dx, dw, db, on(device, dy), on(device, x), on(device, w))
+    assert_close(host(dx), gx, rtol=1e-4, atol=1e-5, what="dx")
+    assert_close(host(dw), dw0 + gw, rtol=1e-4, atol=1e-5, what="dw")
+    assert_close(host(db), db0 + gb, rtol=1e-4, atol=1e-5, what="db")
+
+
+def test_dense_backward_skips_dx_and_db(device):
+    x, w, dy = randn((3, 4), seed=1), randn((4, 2), seed=2), randn((3, 2), seed=3)
+    dw = on(device, np.zeros((4, 2), np.float32))
+    ops.dense_backward(None, dw, None, on(device, dy), on(device, x), on(device, w))
+    ops.dense_backward(None, dw, None, on(device, dy), on(device, x), on(device, w))
+    assert_close(host(dw), 2 * x.astype(np.float64).T @ dy, what="dw accumulated twice")
+
+
+def test_dense_backward_bias_grad_many_rows(device):
+    # Enough rows for several row chunks in the CUDA column-sum kernel's grid.
+    dy = randn((300, 3), seed=8)
+    x, w = randn((300, 1), seed=9), randn((1, 3), seed=10)
+    dw, db = on(device, np.zeros((1, 3), np.float32)), on(device, np.ones(3, np.float32))
+    ops.dense_backward(None, dw, db, on(device, dy), on(device, x), on(device, w))
+    assert_close(host(db), 1.0 + dy.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4, what="db")
+
+
+# errors
+# (The quotes around "?" are optional: _check renders unknown dims as '?' today.)
+
+F32 = np.float32
+Z = np.zeros
+X, Y, W = Z((4, 784), F32), Z((4, 10), F32), Z((784, 10), F32)
+BAD_CALLS = [
+    (ValueError, r"matmul: expected b.shape == \(3, '?\?'?\); received \(4, 2\)",
+     lambda: ops.matmul(Z((2, 2), F32), Z((2, 3), F32), Z((4, 2), F32))),
+    (ValueError, r"matmul: expected b.shape == \('?\?'?, 2\); received \(4, 3\)",
+     lambda: ops.matmul(Z((3, 4), F32), Z((2, 3), F32), Z((4, 3), F32), trans_a=True,
+                        trans_b=True)),
+    (ValueError, r"matmul: expected c.shape == \(2, 5\); received \(5, 2\)",
+     lambda: ops.matmul(Z((5, 2), F32), Z((2, 3), F32), Z((3, 5), F32))),
+    (TypeError, r"matmul: expected a.dtype == float32; received float64",
+     lambda: ops.matmul(Z((2, 2), F32), Z((2, 3)), Z((3, 2), F32))),
+    (ValueError, r"matmul: expected a with 2 dimensions",
+     lambda: ops.matmul(Z((2, 2), F32), Z(3, F32), Z((3, 2), F32))),
+    (ValueError, r"matmul: expected a to be C-contiguous",
+     lambda: ops.matmul(Z((2, 2), F32), Z((3, 2), F32).T, Z((3, 2), F32))),
+    (ValueError, r"dense_forward: expected w.shape == \(784, '?\?'?\); received \(128, 10\)",
+     lambda: ops.dense_forward(Y, X, Z((128, 10), F32))),
+    (ValueError, r"dense_forward: expected b.shape == \(10,\); received \(11,\)",
+     lambda: ops.dense_forward(Y, X, W, Z(11, F32))),
+    (ValueError, r"dense_forward: expected activation in \['linear', 'relu', .*received 'gelu'",
+     lambda: ops.dense_forward(Y, X, W, activation="gelu")),
+    (ValueError, r"dense_backward: expected dw.shape == \(784, 10\)",
+     lambda: ops.dense_backward(None, Z((10, 784), F32), None, Y, X, W)),
+    (ValueError, r"dense_backward: expected dx.shape == \(4, 784\)",
+     lambda: ops.dense_backward(Z((4, 10), F32), W.copy(), None, Y, X, W)),
+    (ValueError, r"dense_backward: expected db.shape == \(10,\)",
+     lambda: ops.dense_backward(None, W.copy(), Z(4, F32), Y, X, W)),
+]
+
+
+@pytest.mark.parametrize("exc,pattern,call", BAD_CALLS, ids=[p[:40] for _, p, _ in BAD_CALLS])
+def test_bad_arguments_name_the_op(exc, pattern, call):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+@pytest.mark.cudasim
+def test_mixed_devices_rejected():
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    a = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match="matmul: all buffers must be on one device"):
+        ops.matmul(on("cuda", a), a, a)

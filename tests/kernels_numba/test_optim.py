@@ -1,0 +1,199 @@
+"""Several steps of each optimizer against a float64 NumPy transcription of Keras's update."""
+
+import math
+
+import numpy as np
+import pytest
+
+from kernels_numba import copy_from_host, ops
+from kernels_numba.testing import assert_close, host, on, randn
+
+SHAPE = (7, 3)
+STEPS = 3
+
+
+def _grads(seed=10):
+    return [randn(SHAPE, seed=seed + t) for t in range(STEPS)]
+
+
+def _run(device, update, slots, grads, w0):
+    """Apply `update(w, g, *slots, step)` for each gradient; returns host copies (w, slots)."""
+    w = on(device, w0)
+    slot_bufs = [on(device, s) for s in slots]
+    g = on(device, np.zeros(SHAPE, np.float32))
+    for t, grad in enumerate(grads):
+        copy_from_host(g, grad)
+        update(w, g, *slot_bufs, t + 1)
+        assert not host(g).any(), "zero_grad=True must leave g == 0"
+    return host(w), [host(s) for s in slot_bufs]
+
+
+@pytest.mark.parametrize(
+    "momentum,nesterov,with_velocity",
+    [(0.0, False, False), (0.0, False, True), (0.9, False, True), (0.9, True, True)],
+)
+def test_sgd(device, momentum, nesterov, with_velocity):
+    w0, grads, lr = randn(SHAPE, seed=1), _grads(), 0.05
+    w, m = w0.astype(np.float64), np.zeros(SHAPE)
+    for g in grads:
+        if not with_velocity:
+            w = w - lr * g
+            continue
+        m = momentum * m - lr * g
+        w = w + (momentum * m - lr * g if nesterov else m)
+    slots = [np.zeros(SHAPE, np.float32)] if with_velocity else []
+
+    def update(w_, g_, *rest):
+        velocity = rest[0] if with_velocity else None
+        ops.sgd_update(
+            w_, g_, velocity, lr=lr, momentum=momentum, nesterov=nesterov, zero_grad=True
+        )
+
+    got_w, got_slots = _run(device, update, slots, grads, w0)
+    assert_close(got_w, w, what="sgd w")
+    if with_velocity:
+        assert_close(got_slots[0], m, what="sgd velocity")
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_adam_and_adamw(device, weight_decay):
+    w0, grads = randn(SHAPE, seed=2), _grads()
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-7
+    w, m, v = w0.astype(np.float64), np.zeros(SHAPE), np.zeros(SHAPE)
+    for t, g in enumerate(grads, start=1):
+        w = w - w * weight_decay * lr
+        alpha = lr * math.sqrt(1 - b2**t) / (1 - b1**t)
+        m = m + (g - m) * (1 - b1)
+        v = v + (g * g - v) * (1 - b2)
+        w = w - m * alpha / (np.sqrt(v) + eps)
+
+    def update(w_, g_, m_, v_, step):
+        ops.adam_update(
+            w_,
+            g_,
+            m_,
+            v_,
+            lr=lr,
+            step=step,
+            beta_1=b1,
+            beta_2=b2,
+            epsilon=eps,
+            weight_decay=weight_decay,
+            zero_grad=True,
+        )
+
+    zeros = np.zeros(SHAPE, np.float32)
+    got_w, (got_m, got_v) = _run(device, update, [zeros, zeros], grads, w0)
+    assert_close(got_w, w, what="adam w")
+    assert_close(got_m, m, what="adam m")
+    assert_close(got_v, v, what="adam v")
+
+
+@pytest.mark.parametrize(
+    "centered,momentum", [(False, 0.0), (True, 0.0), (False, 0.5), (True, 0.5)]
+)
+def test_rmsprop(device, centered, momentum):
+    w0, grads = randn(SHAPE, seed=3), _grads()
+    lr, rho, eps = 0.01, 0.9, 1e-7
+    w, v, a, mom = w0.astype(np.float64), np.zeros(SHAPE), np.zeros(SHAPE), np.zeros(SHAPE)
+    for g in grads:
+        v = rho * v + (1 - rho) * g * g
+        if centered:
+            a = rho * a + (1 - rho) * g
+            den = v - a * a + eps
+        else:
+            den = v + eps
+        inc = lr * g / np.sqrt(den)
+        if momentum > 0:
+            mom = momentum * mom + inc
+            w = w - mom
+        else:
+            w = w - inc
+    zeros = np.zeros(SHAPE, np.float32)
+
+    def update(w_, g_, v_, mom_, a_, step):
+        ops.rmsprop_update(
+            w_,
+            g_,
+            v_,
+            mom_ if momentum > 0 else None,
+            a_ if centered else None,
+            lr=lr,
+            rho=rho,
+            momentum=momentum,
+            epsilon=eps,
+            centered=centered,
+            zero_grad=True,
+        )
+
+    got_w, (got_v, got_mom, got_a) = _run(device, update, [zeros, zeros, zeros], grads, w0)
+    assert_close(got_w, w, rtol=1e-5, atol=2e-5, what="rmsprop w")
+    assert_close(got_v, v, what="rmsprop velocity")
+    assert_close(
+        got_mom, mom if momentum > 0 else 0 * mom, rtol=1e-5, atol=2e-5, what="rmsprop momentum"
+    )
+    assert_close(got_a, a if centered else 0 * a, what="rmsprop average_grad")
+
+
+def test_adagrad(device):
+    w0, grads = randn(SHAPE, seed=4), _grads()
+    lr, eps = 0.1, 1e-7
+    w, acc = w0.astype(np.float64), np.full(SHAPE, 0.1)
+    for g in grads:
+        acc = acc + g * g
+        w = w - lr * g / np.sqrt(acc + eps)
+
+    def update(w_, g_, acc_, step):
+        ops.adagrad_update(w_, g_, acc_, lr=lr, epsilon=eps, zero_grad=True)
+
+    got_w, (got_acc,) = _run(device, update, [np.full(SHAPE, 0.1, np.float32)], grads, w0)
+    assert_close(got_w, w, what="adagrad w")
+    assert_close(got_acc, acc, what="adagrad accumulator")
+
+
+def test_zero_grad_false_keeps_gradient(device):
+    w, g = randn((5,), seed=5), randn((5,), seed=6)
+    wb, gb = on(device, w, g)
+    ops.sgd_update(wb, gb, lr=0.5)
+    assert_close(host(gb), g, rtol=0, atol=0, what="g untouched")
+    assert_close(host(wb), w - 0.5 * g.astype(np.float64), what="sgd w")
+
+
+def test_bad_arguments_name_the_op():
+    z = np.zeros(3, np.float32)
+    with pytest.raises(
+        ValueError, match="sgd_update: expected a velocity buffer when momentum > 0"
+    ):
+        ops.sgd_update(z, z.copy(), lr=0.1, momentum=0.9)
+    with pytest.raises(
+        ValueError, match=r"sgd_update: expected momentum in \[0, 1\]; received 1.5"
+    ):
+        ops.sgd_update(z, z.copy(), z.copy(), lr=0.1, momentum=1.5)
+    with pytest.raises(
+        ValueError, match=r"sgd_update: expected velocity.shape == \(3,\); received \(4,\)"
+    ):
+        ops.sgd_update(z, z.copy(), np.zeros(4, np.float32), lr=0.1, momentum=0.5)
+    with pytest.raises(
+        ValueError, match="adam_update: expected step to be a positive integer; received 0"
+    ):
+        ops.adam_update(z, z.copy(), z.copy(), z.copy(), lr=0.1, step=0)
+    with pytest.raises(ValueError, match=r"adam_update: expected beta_1 in \[0, 1\); received 1.0"):
+        ops.adam_update(z, z.copy(), z.copy(), z.copy(), lr=0.1, step=1, beta_1=1.0)
+    with pytest.raises(ValueError, match="adam_update: expected lr >= 0; received -0.1"):
+        ops.adam_update(z, z.copy(), z.copy(), z.copy(), lr=-0.1, step=1)
+    with pytest.raises(
+        TypeError, match="adam_update: expected m.dtype == float32; received float64"
+    ):
+        ops.adam_update(z, z.copy(), np.zeros(3), z.copy(), lr=0.1, step=1)
+    with pytest.raises(
+        ValueError, match="rmsprop_update: expected an average_grad buffer when centered=True"
+    ):
+        ops.rmsprop_update(z, z.copy(), z.copy(), lr=0.1, centered=True)
+    with pytest.raises(
+        ValueError, match="rmsprop_update: expected a momentum_buf buffer when momentum > 0"
+    ):
+        ops.rmsprop_update(z, z.copy(), z.copy(), lr=0.1, momentum=0.5)
+    with pytest.raises(
+        TypeError, match="adagrad_update: expected lr to be a number; received 'fast'"
+    ):
+        ops.adagrad_update(z, z.copy(), z.copy(), lr="fast")

@@ -1,0 +1,156 @@
+import numpy as np
+import pytest
+
+from kernels_numba import ops
+from kernels_numba.testing import assert_close, host, numeric_grad, on, randn
+
+X_SHAPE, POOL = (1, 5, 7, 3), (3, 2)  # odd, non-square; stride (2, 2) still overlaps in H
+CASES = [((1, 1), "valid"), ((2, 2), "valid"), ((1, 1), "same"), ((2, 2), "same")]
+IDS = [f"s{s[0]}-{p}" for s, p in CASES]
+
+
+def _pads(size, k, s, padding):
+    if padding == "valid":
+        return (size - k) // s + 1, 0, 0
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _windows(x, pool, strides, padding, fill):
+    """Yield (i, j, window (N, ph, pw, C), top, left) over the explicitly padded input."""
+    n, h, w, c = x.shape
+    ho, top, bottom = _pads(h, pool[0], strides[0], padding)
+    wo, left, right = _pads(w, pool[1], strides[1], padding)
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=fill)
+    for i in range(ho):
+        for j in range(wo):
+            r, s = i * strides[0], j * strides[1]
+            yield i, j, xp[:, r:r + pool[0], s:s + pool[1], :], r - top, s - left
+
+
+def _out(x, pool, strides, padding, dtype=np.float64):
+    n, h, w, c = x.shape
+    return np.zeros((n, _pads(h, pool[0], strides[0], padding)[0],
+                     _pads(w, pool[1], strides[1], padding)[0], c), dtype)
+
+
+def maxpool_ref(x, pool, strides, padding):
+    """float64 max over -inf-padded windows, and the flat (ih*W + iw)*C + c of each max."""
+    x = np.asarray(x, np.float64)
+    n, h, w, c = x.shape
+    y, arg = _out(x, pool, strides, padding), _out(x, pool, strides, padding, np.int64)
+    for i, j, win, r0, s0 in _windows(x, pool, strides, padding, -np.inf):
+        flat = win.reshape(n, -1, c)
+        y[:, i, j] = flat.max(axis=1)
+        k = flat.argmax(axis=1)
+        arg[:, i, j] = ((r0 + k // pool[1]) * w + s0 + k % pool[1]) * c + np.arange(c)
+    return y, arg
+
+
+def avgpool_ref(x, pool, strides, padding):
+    """float64 mean over the in-bounds cells of each window."""
+    x = np.asarray(x, np.float64)
+    y = _out(x, pool, strides, padding)
+    counts = dict(((i, j), win.sum(axis=(1, 2))) for i, j, win, _, _ in
+                  _windows(np.ones_like(x), pool, strides, padding, 0.0))
+    for i, j, win, _, _ in _windows(x, pool, strides, padding, 0.0):
+        y[:, i, j] = win.sum(axis=(1, 2)) / counts[i, j]
+    return y
+
+
+@pytest.mark.parametrize("strides,padding", CASES, ids=IDS)
+def test_maxpool_forward_backward(device, strides, padding):
+    x = randn(X_SHAPE, seed=1)
+    y_shape = ops.pool2d_output_shape(X_SHAPE, pool_size=POOL, strides=strides, padding=padding)
+    y_ref, arg_ref = maxpool_ref(x, POOL, strides, padding)
+    y, arg = on(device, np.zeros(y_shape, np.float32), np.zeros(y_shape, np.int32))
+    kw = dict(pool_size=POOL, strides=strides, padding=padding)
+    ops.maxpool2d_forward(y, arg, on(device, x), **kw)
+    assert_close(host(y), y_ref, what="maxpool y")
+    np.testing.assert_array_equal(host(arg), arg_ref)
+
+    dy = randn(y_shape, seed=2)
+    dx = on(device, np.full(X_SHAPE, 5.0, np.float32))  # overwritten, not accumulated
+    ops.maxpool2d_backward(dx, on(device, dy), arg)
+    expected = numeric_grad(lambda v: np.sum(maxpool_ref(v, POOL, strides, padding)[0] * dy), x)
+    assert_close(host(dx), expected, rtol=1e-4, atol=1e-4, what="maxpool dx")
+
+
+@pytest.mark.parametrize("strides,padding", CASES, ids=IDS)
+def test_avgpool_forward_backward(device, strides, padding):
+    x = randn(X_SHAPE, seed=3)
+    y_shape = ops.pool2d_output_shape(X_SHAPE, pool_size=POOL, strides=strides, padding=padding)
+    kw = dict(pool_size=POOL, strides=strides, padding=padding)
+    y = on(device, np.zeros(y_shape, np.float32))
+    ops.avgpool2d_forward(y, on(device, x), **kw)
+    assert_close(host(y), avgpool_ref(x, POOL, strides, padding), what="avgpool y")
+
+    dy = randn(y_shape, seed=4)
+    dx = on(device, np.full(X_SHAPE, 5.0, np.float32))
+    ops.avgpool2d_backward(dx, on(device, dy), **kw)
+    expected = numeric_grad(lambda v: np.sum(avgpool_ref(v, POOL, strides, padding) * dy), x)
+    assert_close(host(dx), expected, rtol=1e-4, atol=1e-4, what="avgpool dx")
+
+
+def test_same_padding_excludes_padded_cells_from_the_mean(device):
+    x = np.ones((1, 3, 3, 1), np.float32)
+    y = on(device, np.zeros((1, 2, 2, 1), np.float32))
+    ops.avgpool2d_forward(y, on(device, x), pool_size=2, strides=2, padding="same")
+    assert_close(host(y), np.ones((1, 2, 2, 1)), what="mean of ones")  # not 0.5 / 0.25
+
+
+def test_global_avgpool(device):
+    x_shape = (2, 3, 5, 3)
+    x, dy = randn(x_shape, seed=5), randn((2, 3), seed=6)
+    y, dx = on(device, np.zeros((2, 3), np.float32), np.full(x_shape, 5.0, np.float32))
+    ops.global_avgpool2d_forward(y, on(device, x))
+    assert_close(host(y), x.astype(np.float64).mean(axis=(1, 2)), what="global y")
+    ops.global_avgpool2d_backward(dx, on(device, dy))
+    expected = numeric_grad(lambda v: np.sum(v.mean(axis=(1, 2)) * dy), x)
+    assert_close(host(dx), expected, rtol=1e-4, atol=1e-4, what="global dx")
+
+
+def test_maxpool_backward_skips_out_of_range_argmax(device):
+    dy = np.array([1.0, 2.0, 3.0, 4.0], np.float32).reshape(1, 1, 4, 1)
+    arg = np.array([0, -1, 6, 2], np.int32).reshape(1, 1, 4, 1)  # x[0] holds 6 cells
+    dx = on(device, np.full((1, 2, 3, 1), 9.0, np.float32))
+    ops.maxpool2d_backward(dx, *on(device, dy, arg))
+    assert_close(host(dx).ravel(), [1, 0, 4, 0, 0, 0], what="dx")
+
+
+def test_output_shapes():
+    assert ops.pool2d_output_shape((64, 26, 26, 32), pool_size=(2, 2), strides=None) == \
+        (64, 13, 13, 32)
+    assert ops.pool2d_output_shape((1, 5, 7, 3), pool_size=3, strides=(2, 1),
+                                   padding="same") == (1, 3, 7, 3)
+    assert ops.pool2d_output_shape((1, 5, 7, 3), pool_size=(3, 2), strides=(2, 2)) == (1, 2, 3, 3)
+
+
+def test_bad_arguments_name_the_op():
+    x = np.zeros(X_SHAPE, np.float32)
+    y, arg = np.zeros((1, 3, 6, 3), np.float32), np.zeros((1, 3, 6, 3), np.int32)
+    kw = dict(pool_size=POOL, strides=(1, 1))
+    with pytest.raises(ValueError, match=r"maxpool2d_forward: pool_size=\(6, 2\) is larger than "
+                                         r"the input x.shape=\(1, 5, 7, 3\)"):
+        ops.maxpool2d_forward(y, arg, x, pool_size=(6, 2), strides=(1, 1))
+    with pytest.raises(ValueError, match="avgpool2d_forward: expected padding in"):
+        ops.avgpool2d_forward(y, x, **kw, padding="full")
+    with pytest.raises(ValueError, match="avgpool2d_backward: expected strides to be a positive"):
+        ops.avgpool2d_backward(x, y, pool_size=POOL, strides=(1, -1))
+    with pytest.raises(ValueError, match="pool2d_output_shape: expected pool_size to be a pos"):
+        ops.pool2d_output_shape(X_SHAPE, pool_size=(0, 2), strides=None)
+    with pytest.raises(TypeError, match="maxpool2d_forward: expected argmax.dtype == int32"):
+        ops.maxpool2d_forward(y, arg.astype(np.int64), x, **kw)
+    with pytest.raises(ValueError, match=r"maxpool2d_forward: expected y.shape == \(1, 3, 6, 3\)"):
+        ops.maxpool2d_forward(y[:, :2].copy(), arg, x, **kw)
+    with pytest.raises(ValueError, match=r"maxpool2d_backward: expected argmax.shape == "):
+        ops.maxpool2d_backward(x, y, arg[:, :2].copy())
+    with pytest.raises(ValueError, match=r"maxpool2d_backward: expected dy.shape == \(1, .*, 3\)"):
+        ops.maxpool2d_backward(x, np.zeros((1, 3, 6, 2), np.float32), arg)
+    with pytest.raises(ValueError, match=r"global_avgpool2d_forward: expected y.shape == \(1, 3\)"):
+        ops.global_avgpool2d_forward(np.zeros((3,), np.float32), x)
+    with pytest.raises(TypeError, match="global_avgpool2d_backward: expected dy.dtype == float32"):
+        ops.global_avgpool2d_backward(x, np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="avgpool2d_forward: expected x with 4 dimensions"):
+        ops.avgpool2d_forward(y, x[0], **kw)
