@@ -25,6 +25,10 @@ class Initializer:
 
     @classmethod
     def from_config(cls, config):
+        config = dict(config)
+        for key in ("input_axes", "output_axes"):  # Keras 3.15 keys, None by default
+            if config.get(key, None) is None:
+                config.pop(key, None)
         return cls(**config)
 
 

@@ -77,6 +77,10 @@ def kernel(*signatures, **options):
 def device_function(pyfunc=None, **options):
     """Declare a @cuda.jit(device=True) helper (inlined into kernels)."""
 
+    # inline="always": otherwise compile_ptx of a caller looks up the current device,
+    # which fails on machines without a driver (the PTX check in CI).
+    options.setdefault("inline", "always")
+
     def decorate(f):
         if cuda is None:
             return f

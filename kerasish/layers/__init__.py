@@ -16,21 +16,23 @@ BUILTIN = {cls.__name__: cls for cls in (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization)}
 
-_registered = {}
-
-
 def register(cls, name=None):
-    """Make a custom Layer class loadable from configs by its class name."""
-    _registered[name or cls.__name__] = cls
+    """Make a custom Layer class loadable from configs by its class name (the same
+    registry as `kerasish.saving.register_serializable`)."""
+    from kerasish.saving import serialization
+
+    serialization.get_custom_objects()[name or cls.__name__] = cls
     return cls
 
 
 def deserialize(config, custom_objects=None):
     """A layer from a Keras {"class_name", "config"} dict (custom_objects for custom layers)."""
+    from kerasish.saving import serialization
+
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"Layer config must be a dict with 'class_name'; received {config!r}")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _registered.get(name) or BUILTIN.get(name)
+    cls = serialization.get_registered_object(name, custom_objects) or BUILTIN.get(name)
     if cls is None:
         raise ValueError(
             f"Unknown layer: '{name}'. Please ensure you are using a kerasish layer or pass the "

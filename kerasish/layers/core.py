@@ -209,5 +209,12 @@ class Dropout(Layer):
         else:
             ops.copy(dx, dy)
 
+    def get_extra_state(self):
+        """Mask seed and step, saved in checkpoints so resumed training is bit-identical."""
+        return {"seed": np.int64(self._seed), "step": np.int64(self._step)}
+
+    def set_extra_state(self, state):
+        self._seed, self._step = int(state["seed"]), int(state["step"])
+
     def get_config(self):
         return {**super().get_config(), "rate": self.rate, "seed": self.seed, "noise_shape": None}

@@ -13,8 +13,9 @@ class InputLayer(Layer):
 
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
                  batch_shape=None, input_shape=None, batch_input_shape=None, **kwargs):
-        kwargs.pop("sparse", None)
-        kwargs.pop("ragged", None)
+        for key in ("sparse", "ragged", "optional"):  # Keras 3 config keys, always off here
+            if kwargs.pop(key, False):
+                raise ValueError(f"InputLayer: {key}=True is not supported")
         if shape is None:
             shape = input_shape
         if shape is None and batch_shape is not None:

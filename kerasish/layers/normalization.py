@@ -17,8 +17,11 @@ class BatchNormalization(Layer):
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
-                 synchronized=False, **kwargs):
+                 synchronized=False, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
+                 **kwargs):
         super().__init__(**kwargs)
+        if renorm or synchronized:
+            raise ValueError("BatchNormalization: renorm and synchronized are not supported")
         if axis not in (-1, [-1], (-1,)) and not isinstance(axis, (int, list)):
             raise ValueError(f"BatchNormalization: unsupported axis={axis!r}")
         self.axis = axis[0] if isinstance(axis, (list, tuple)) else axis

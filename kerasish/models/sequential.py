@@ -180,10 +180,9 @@ class Sequential(Trainer):
         return model
 
     def to_json(self, **kwargs):
-        from kerasish import __version__
+        from kerasish import saving
 
-        return json.dumps({"class_name": "Sequential", "config": self.get_config(),
-                           "keras_version": __version__, "backend": "kerasish"}, **kwargs)
+        return saving.model_to_json(self, **kwargs)
 
     def summary(self, line_length=None, print_fn=None):
         """Keras's table of layers, shapes and parameters, plus the planned buffer memory."""

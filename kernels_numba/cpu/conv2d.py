@@ -21,27 +21,22 @@ ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 @numba.njit(parallel=True, cache=True)
 def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
     n, h, w, c = x.shape
-    span = kw * c
     for m in numba.prange(n * ho * wo):
         b = m // (ho * wo)
         r = m - b * ho * wo
         oh = r // wo
-        iw0 = (r - oh * wo) * sw - pl
+        ow = r - oh * wo
         for i in range(kh):
             ih = oh * sh - pt + i
-            base = i * span
-            if 0 <= ih < h and iw0 >= 0 and iw0 + kw <= w:
-                # Interior: the kw*c values of this kernel row are contiguous in x.
-                src = (ih * w + iw0) * c
-                xb = x[b].reshape(h * w * c)
-                for t in range(span):
-                    col[m, base + t] = xb[src + t]
-                continue
             for j in range(kw):
-                iw = iw0 + j
-                inside = 0 <= ih < h and 0 <= iw < w
-                for ch in range(c):
-                    col[m, base + j * c + ch] = x[b, ih, iw, ch] if inside else 0.0
+                iw = ow * sw - pl + j
+                base = (i * kw + j) * c
+                if 0 <= ih < h and 0 <= iw < w:
+                    for ch in range(c):
+                        col[m, base + ch] = x[b, ih, iw, ch]
+                else:
+                    for ch in range(c):
+                        col[m, base + ch] = 0.0
 
 
 @numba.njit(cache=True)
@@ -55,22 +50,26 @@ def window_range(i, k, s, pad, out):
 @numba.njit(parallel=True, cache=True)
 def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
     # Gather: each dx pixel sums the column entries that read it (overwrites dx).
+    # Iterating output positions (not taps) avoids per-tap divisions; the local
+    # accumulator lets the channel loop vectorize.
     n, h, w, c = dx.shape
     for r in numba.prange(n * h):
         b = r // h
         ih = r - b * h
+        acc = np.empty(c, np.float32)
         oh0, oh1 = window_range(ih, kh, sh, pt, ho)
         for iw in range(w):
             ow0, ow1 = window_range(iw, kw, sw, pl, wo)
-            for ch in range(c):
-                dx[b, ih, iw, ch] = 0.0
+            acc[:] = 0.0
             for oh in range(oh0, oh1):
                 i = ih + pt - oh * sh
                 for ow in range(ow0, ow1):
                     m = (b * ho + oh) * wo + ow
                     base = (i * kw + iw + pl - ow * sw) * c
+                    row = col[m, base:base + c]
                     for ch in range(c):
-                        dx[b, ih, iw, ch] += col[m, base + ch]
+                        acc[ch] += row[ch]
+            dx[b, ih, iw, :] = acc
 
 
 @numba.njit(parallel=True, cache=True)

@@ -29,8 +29,8 @@ SOFTMAX_MAX_BLOCK = 128  # threads per softmax row (a power of two: tree reducti
 
 
 # kernels
-# (numba-cuda compiles a called device function for the current device, which
-# compile_ptx cannot do without a driver; so the math is written inline.)
+# (The math is written inline: a non-inlined device function is compiled for the
+# current device, which compile_ptx cannot query without a driver.)
 
 @kernel(f"void({F32_1D}, {F32_1D}, int32, float32)")
 def _activation_forward_kernel(y, x, code, alpha):

@@ -169,8 +169,7 @@ def _make_gemm_kernel(trans_a, trans_b, tile):
                             v += beta * c[r, col]
                         if has_bias:
                             v += bias[col]
-                        # Inline epilogue (a called device function would need a driver
-                        # to compile, which breaks compile_ptx without a GPU).
+                        # Fused activation, written inline (no device-function call).
                         if act == RELU:
                             v = v if v > float32(0.0) else float32(0.0)
                         elif act == SIGMOID:  # split on the sign: no inf/inf
