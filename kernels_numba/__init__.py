@@ -6,8 +6,14 @@ twin (kernels_numba.cpu). `ops` validates and dispatches on the buffers' device.
 Imports and runs on machines without any CUDA driver.
 """
 
-from kernels_numba import ops  # noqa: F401
-from kernels_numba.device import (  # noqa: F401
+import os
+
+# numba's OpenMP threads otherwise spin after each parallel loop and hold the cores
+# the next BLAS call needs (measured: conv fwd+bwd 2x slower on 2 cores).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from kernels_numba import ops  # noqa: E402,F401
+from kernels_numba.device import (  # noqa: E402,F401
     CPU,
     CUDA,
     allocation_count,

@@ -19,7 +19,8 @@ def array(op, name, a, shape=None, dtype=np.float32, ndim=None):
         raise ValueError(f"{op}: expected {name} with {ndim} dimensions; received shape {got}")
     if shape is not None:
         if len(got) != len(shape) or any(e is not None and e != g for e, g in zip(shape, got)):
-            want = tuple("?" if e is None else e for e in shape)
+            want = "(" + ", ".join("?" if e is None else str(e) for e in shape) + \
+                ("," if len(shape) == 1 else "") + ")"
             raise ValueError(f"{op}: expected {name}.shape == {want}; received {got}")
     if not _c_contiguous(a):
         raise ValueError(f"{op}: expected {name} to be C-contiguous; received strides {a.strides}")
