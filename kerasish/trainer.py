@@ -75,8 +75,9 @@ class Trainer:
                          for n in self._metric_names]
         for metric in self._metrics:
             if getattr(metric, "sparse", sparse) != sparse:
-                raise ValueError(f"metric '{metric.name}' needs {'integer labels' if metric.sparse else 'one-hot targets'}, "
-                                 f"but loss '{self.loss.name}' uses the other kind")
+                needs = "integer labels" if metric.sparse else "one-hot targets"
+                raise ValueError(f"metric '{metric.name}' needs {needs}, but loss "
+                                 f"'{self.loss.name}' uses the other kind of labels")
             metric.build(self.device)
 
     # -- data checks ------------------------------------------------------------------

@@ -33,7 +33,8 @@ def resolve_device(name=None):
     """'auto' | 'cpu' | 'cuda' (default: $KERASISH_DEVICE, else auto) -> 'cpu' or 'cuda'."""
     name = (name or os.environ.get("KERASISH_DEVICE") or "auto").lower()
     if name not in ("auto", CPU, CUDA):
-        raise ValueError(f"Unknown device: expected one of 'auto', 'cpu', 'cuda'; received {name!r}")
+        raise ValueError(f"Unknown device: expected one of 'auto', 'cpu', 'cuda'; "
+                         f"received {name!r}")
     if name == "auto":
         return CUDA if cuda_available() else CPU
     if name == CUDA:
@@ -87,7 +88,8 @@ def copy_from_host(dst, host):
     """Copy a host array into an existing buffer (no allocation)."""
     host = np.asarray(host, dtype=dst.dtype)
     if host.shape != tuple(dst.shape):
-        raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; received {host.shape}")
+        raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; "
+                         f"received {host.shape}")
     if device_of(dst) == CUDA:
         _cuda.copy_host_to_device(dst, np.ascontiguousarray(host))
     else:

@@ -12,7 +12,9 @@ _cache = {}
 
 
 def impl(op, family, **arrays):
-    """The `op` function of `family` for the common device of `arrays` (mixing devices is an error)."""
+    """The `op` function of `family` for the common device of `arrays`.
+
+    Mixing devices is an error (ValueError naming the op and each buffer's device)."""
     device = _check.same_device(op, **arrays)
     key = (device, family, op)
     fn = _cache.get(key)

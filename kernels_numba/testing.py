@@ -48,7 +48,8 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-5, what=""):
     """allclose with a message giving the worst element."""
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {actual.shape} != {expected.shape}")
     err = np.abs(actual - expected) - (atol + rtol * np.abs(expected))
     if err.size and err.max() > 0:
         i = np.unravel_index(np.argmax(err), err.shape)

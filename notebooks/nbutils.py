@@ -100,7 +100,7 @@ def show_images(images, titles, per_row=5):
         fig.tight_layout()
         plt.show()
         return
-    width = 28
+    width, per_row = 28, min(per_row, 4)  # 4 images of 28 characters fit a notebook line
     for start in range(0, len(images), per_row):
         arts = [_ascii(np.squeeze(im), width) for im in images[start:start + per_row]]
         heads = [t[:width].ljust(width) for t in titles[start:start + per_row]]

@@ -10,6 +10,7 @@ KERASISH_NOTEBOOK_OUTPUT_DIR to keep the executed copies, e.g. as CI artifacts.
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,8 @@ def test_notebook_runs(path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     nb = nbformat.read(path, as_version=4)
+    if any("nbutils.load_data(" in cell.source for cell in nb.cells):
+        _require_data()
     client = nbclient.NotebookClient(
         nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
@@ -71,6 +74,27 @@ def test_notebook_runs(path, monkeypatch):
     errors = [o for cell in nb.cells if cell.cell_type == "code"
               for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+
+
+_data_missing = []
+
+
+def _require_data():
+    """Skip (once checked, quickly) where no MNIST, mnist-small or Fashion-MNIST exists."""
+    if not _data_missing:
+        sys.path.insert(0, str(NOTEBOOK_DIR))
+        try:
+            from kerasish.datasets import DatasetNotFoundError
+            importlib.import_module("nbutils").load_data(train=1, test=1)
+            _data_missing.append("")
+        except DatasetNotFoundError as e:
+            _data_missing.append(str(e).splitlines()[0])
+        finally:
+            sys.path.remove(str(NOTEBOOK_DIR))
+    if _data_missing[0]:
+        pytest.skip("no data set for the notebooks: neither MNIST, ../shared/datasets/"
+                    "mnist-small nor Fashion-MNIST (apt-get install dataset-fashion-mnist) "
+                    f"was found; {_data_missing[0]}")
 
 
 def test_text_fallbacks_without_matplotlib(nbutils, monkeypatch, capsys):

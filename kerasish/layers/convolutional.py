@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from kernels_numba import ops
 from kerasish import activations
 from kerasish.layers.core import _init_config
 from kerasish.layers.layer import Layer
+from kernels_numba import ops
 
 
 def normalize_tuple(value, n, name, layer):

@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 
-from kernels_numba import ops
 from kerasish import activations
 from kerasish import random as kr
 from kerasish.layers.layer import Layer
+from kernels_numba import ops
 
 
 def _positive_int(layer, name, value):

@@ -23,7 +23,8 @@ class InputLayer(Layer):
         if shape is None and batch_input_shape is not None:
             shape = tuple(batch_input_shape)[1:]
         if shape is None:
-            raise ValueError("InputLayer: expected a `shape` (per-sample input shape); received None")
+            raise ValueError("InputLayer: expected a `shape` (per-sample input shape); "
+                             "received None")
         shape = tuple(shape) if not isinstance(shape, int) else (shape,)
         if any(s is None or int(s) <= 0 for s in shape):
             raise ValueError(f"InputLayer: expected positive dimensions; received shape={shape}")

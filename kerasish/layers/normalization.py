@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from kernels_numba import ops
 from kerasish.layers.core import _init_config
 from kerasish.layers.layer import Layer
+from kernels_numba import ops
 
 
 class BatchNormalization(Layer):

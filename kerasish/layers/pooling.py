@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from kernels_numba import ops
 from kerasish.layers.convolutional import normalize_padding, normalize_tuple
 from kerasish.layers.layer import Layer
+from kernels_numba import ops
 
 
 class _Pooling2D(Layer):

@@ -1,6 +1,5 @@
 """Sequential: a linear stack of layers with a static, shape-checked layer graph."""
 
-import json
 
 import numpy as np
 

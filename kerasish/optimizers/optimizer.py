@@ -49,7 +49,8 @@ class Optimizer:
                        "gradient_accumulation_steps": gradient_accumulation_steps}
         bad = {k: v for k, v in unsupported.items() if v is not None}
         if bad or use_ema:
-            raise ValueError(f"{type(self).__name__}: unsupported arguments {bad or {'use_ema': 1}}")
+            raise ValueError(f"{type(self).__name__}: unsupported arguments "
+                             f"{bad or {'use_ema': use_ema}}")
         self.name = name or type(self).__name__.lower()
         self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate",
                               _check_lr(self, learning_rate), np.float32)

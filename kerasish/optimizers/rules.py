@@ -1,7 +1,7 @@
 """SGD, Adam, AdamW, RMSprop and Adagrad with Keras's exact formulas and defaults."""
 
-from kernels_numba import ops
 from kerasish.optimizers.optimizer import Optimizer
+from kernels_numba import ops
 
 
 class SGD(Optimizer):

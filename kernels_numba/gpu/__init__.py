@@ -1,1 +1,3 @@
-"""CUDA kernels (@cuda.jit through kernels_numba._cuda) and their launchers; same names as kernels_numba.cpu."""
+"""CUDA kernels (@cuda.jit through kernels_numba._cuda) and their launchers.
+
+Same module and function names as kernels_numba.cpu."""

@@ -3,16 +3,28 @@
 Every family module defines __all__; all of them are re-exported here, so
 `from kernels_numba import ops; ops.dense_forward(...)` reaches every op.
 """
-from kernels_numba.ops import elementwise, dense, activation, conv2d, pool2d, normalization, dropout, loss, reduction, optim  # noqa: F401
-from kernels_numba.ops.elementwise import *  # noqa: F401,F403
-from kernels_numba.ops.dense import *  # noqa: F401,F403
+from kernels_numba.ops import (  # noqa: F401
+    activation,
+    conv2d,
+    dense,
+    dropout,
+    elementwise,
+    loss,
+    normalization,
+    optim,
+    pool2d,
+    reduction,
+)
 from kernels_numba.ops.activation import *  # noqa: F401,F403
 from kernels_numba.ops.conv2d import *  # noqa: F401,F403
-from kernels_numba.ops.pool2d import *  # noqa: F401,F403
-from kernels_numba.ops.normalization import *  # noqa: F401,F403
+from kernels_numba.ops.dense import *  # noqa: F401,F403
 from kernels_numba.ops.dropout import *  # noqa: F401,F403
+from kernels_numba.ops.elementwise import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
-from kernels_numba.ops.reduction import *  # noqa: F401,F403
+from kernels_numba.ops.normalization import *  # noqa: F401,F403
 from kernels_numba.ops.optim import *  # noqa: F401,F403
+from kernels_numba.ops.pool2d import *  # noqa: F401,F403
+from kernels_numba.ops.reduction import *  # noqa: F401,F403
 
-FAMILIES = ('elementwise', 'dense', 'activation', 'conv2d', 'pool2d', 'normalization', 'dropout', 'loss', 'reduction', 'optim')
+FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
+            "dropout", "loss", "reduction", "optim")

@@ -1,11 +1,13 @@
 """Callbacks driven through CallbackList exactly as kerasish.trainer drives them, with a
-small fake model (in-memory weights, JSON "save" files)."""
+small fake model (in-memory weights, JSON "save" files).
+
+Exceptions, interrupts, BackupAndRestore and real model.fit runs are in
+test_callbacks_fit.py.
+"""
 
 import json
 import math
 import os
-import re
-import threading
 
 import numpy as np
 import pytest
@@ -13,46 +15,9 @@ import pytest
 from kerasish import callbacks as cb
 from kerasish.utils import progbar
 
+from .callback_helpers import FakeModel, run_fit
+
 BAR = "\u2501" * 20
-
-
-class FakeOptimizer:
-    def __init__(self, learning_rate=0.01):
-        self.learning_rate = learning_rate
-
-
-class FakeModel:
-    """The model surface callbacks use; weights are [w] with w = [epochs trained]."""
-
-    def __init__(self, built=True):
-        self.stop_training = False
-        self.optimizer = FakeOptimizer()
-        self.built = built
-        self.history = None
-        self._initial_epoch = None
-        self._w = [np.zeros(2)]
-        self.saves = []
-
-    def get_weights(self):
-        return [w.copy() for w in self._w]
-
-    def set_weights(self, weights):
-        self._w = [np.array(w) for w in weights]
-
-    def _write(self, filepath, kind):
-        with open(filepath, "w") as f:
-            json.dump({"kind": kind, "w": self._w[0].tolist()}, f)
-        self.saves.append(os.path.basename(filepath))
-
-    def save(self, filepath, overwrite=True):
-        self._write(filepath, "model")
-
-    def save_weights(self, filepath):
-        self._write(filepath, "weights")
-
-    def load_weights(self, filepath):
-        with open(filepath) as f:
-            self._w = [np.array(json.load(f)["w"])]
 
 
 class FakeClock:
@@ -68,39 +33,6 @@ def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr(progbar, "_clock", fake)
     return fake
-
-
-def run_fit(model, callbacks=(), *, epochs=3, steps=2, verbose=0, losses=None,
-            val=True, clock=None, batch_loss=None, initial_epoch=0):
-    """The trainer's loop from the CallbackList contract. Epoch e has loss losses[e]
-    (default 1/(e+1)); each batch adds 1 to the weights and 5 ms to the clock."""
-    losses = losses or [1.0 / (e + 1) for e in range(epochs)]
-    cbs = cb.CallbackList(list(callbacks), add_history=True, add_progbar=verbose != 0,
-                          model=model, verbose=verbose, epochs=epochs, steps=steps)
-    model.stop_training = False
-    model._initial_epoch = None
-    cbs.on_train_begin()
-    start = model._initial_epoch if model._initial_epoch is not None else initial_epoch
-    logs = {}
-    for epoch in range(start, epochs):
-        cbs.on_epoch_begin(epoch)
-        for batch in range(steps):
-            cbs.on_train_batch_begin(batch)
-            model._w[0] += 1
-            if clock is not None:
-                clock.t += 0.005
-            loss = batch_loss(epoch, batch) if batch_loss else losses[epoch]
-            cbs.on_train_batch_end(batch, {"loss": np.float32(loss), "accuracy": 0.5})
-            if model.stop_training:
-                break
-        logs = {"loss": losses[epoch], "accuracy": 1 - losses[epoch]}
-        if val:
-            logs.update(val_loss=losses[epoch] + 0.125, val_accuracy=0.75)
-        cbs.on_epoch_end(epoch, logs)
-        if model.stop_training:
-            break
-    cbs.on_train_end(logs)
-    return model.history
 
 
 class Recorder(cb.Callback):
@@ -232,66 +164,6 @@ def test_unknown_steps_show_the_count_at_the_end(capsys, clock):
         cbs.on_train_batch_end(b, {"loss": 1.0})
     cbs.on_epoch_end(0, {"loss": 1.0})
     assert capsys.readouterr().out == "4/4 - 0s - 5ms/step - loss: 1.0000\n"
-
-
-# ---------------------------------------------------------------- errors
-
-
-class Boom(cb.Callback):
-    def __init__(self, exc, at_batch=1):
-        super().__init__()
-        self.exc, self.at_batch = exc, at_batch
-
-    def on_train_batch_end(self, batch, logs=None):
-        if batch == self.at_batch:
-            raise self.exc
-
-
-@pytest.mark.parametrize("exc", [RuntimeError("user bug"), KeyboardInterrupt()])
-def test_exception_in_a_callback_propagates_and_closes_the_bar(monkeypatch, exc):
-    class TTY:  # a terminal, so a live tqdm bar is open when the callback raises
-        def __init__(self):
-            self.text = ""
-
-        def write(self, s):
-            self.text += s
-
-        def flush(self):
-            pass
-
-        def isatty(self):
-            return True
-
-    out = TTY()
-    monkeypatch.setattr("sys.stdout", out)
-    model = FakeModel()
-    with pytest.raises(type(exc)) as info:
-        run_fit(model, [Boom(exc, at_batch=1)], epochs=3, steps=4, verbose=1)
-    assert info.value is exc
-    assert info.traceback[-1].name == "on_train_batch_end"  # raised where it was raised
-    assert progbar._active_bar is None
-    assert model.history.history == {}  # no epoch completed
-    assert out.text.endswith("\n")  # the bar's last frame was left on its own line
-
-
-def test_keyboard_interrupt_keeps_completed_epochs_in_history():
-    class StopAtEpoch(cb.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            if epoch == 2:
-                raise KeyboardInterrupt
-
-    model = FakeModel()
-    with pytest.raises(KeyboardInterrupt):
-        run_fit(model, [StopAtEpoch()], epochs=5, steps=2)
-    assert model.history.epoch == [0, 1]
-    assert len(model.history.history["loss"]) == 2
-
-
-def test_callback_list_close_is_idempotent():
-    cbs = cb.CallbackList(None, add_progbar=True, model=FakeModel(), verbose=1, epochs=1,
-                          steps=2)
-    cbs.close()
-    cbs.close()
 
 
 # ---------------------------------------------------------------- monitor direction
@@ -513,137 +385,3 @@ def test_lambda_callback_hooks_and_extra_kwargs():
     cbs.on_epoch_end(0, {})
     cbs.on_test_end()
     assert calls == ["train_begin", 0, ("epoch", 0), "test_end"]
-
-
-# ---------------------------------------------------------------- BackupAndRestore
-
-
-class InterruptAt(cb.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt
-
-
-def test_backup_and_restore_resumes_at_the_right_epoch(tmp_path):
-    backup = tmp_path / "backup"
-    model = FakeModel()
-    with pytest.raises(KeyboardInterrupt):
-        run_fit(model, [cb.BackupAndRestore(backup), InterruptAt(2)], epochs=5, steps=2)
-    assert sorted(os.listdir(backup)) == ["latest.weights.h5", "training_metadata.json"]
-    assert json.loads((backup / "training_metadata.json").read_text()) == {
-        "epoch": 2, "batch": 0}
-    resumed = FakeModel()  # a fresh process: weights restored from the backup
-    history = run_fit(resumed, [cb.BackupAndRestore(backup)], epochs=5, steps=2)
-    assert history.epoch == [2, 3, 4]
-    assert resumed.get_weights()[0].tolist() == [10.0, 10.0]  # 4 restored + 3 epochs
-    assert not backup.exists()  # a completed fit deletes the backup
-
-
-def test_backup_and_restore_batch_freq_keep_and_unbuilt(tmp_path):
-    backup = tmp_path / "backup"
-    keep = cb.BackupAndRestore(backup, save_freq=3, delete_checkpoint=False)
-    run_fit(FakeModel(), [keep], epochs=2, steps=2)
-    assert json.loads((backup / "training_metadata.json").read_text()) == {
-        "epoch": 1, "batch": 0}  # saved at the 3rd batch: epoch 2's first
-    with pytest.raises(ValueError, match="must be built"):
-        run_fit(FakeModel(built=False), [cb.BackupAndRestore(backup)], epochs=2)
-    with pytest.raises(ValueError, match="save_freq"):
-        cb.BackupAndRestore(backup, save_freq="sometimes")
-    with pytest.raises(ValueError, match="backup_dir"):
-        cb.BackupAndRestore("")
-
-
-# ---------------------------------------------------------------- through real model.fit
-
-
-def tiny_model(seed=0, hidden="relu"):
-    """A 3 -> 4 -> 2 Dense classifier, and 10 samples (3 batches of 4, 4, 2)."""
-    keras = pytest.importorskip("kerasish")
-    if not hasattr(getattr(keras, "models", None), "Sequential"):
-        pytest.skip("kerasish.models.Sequential is not available yet")
-    from kerasish import layers, models
-
-    model = models.Sequential([layers.Input((3,)), layers.Dense(4, activation=hidden),
-                               layers.Dense(2, activation="softmax")])
-    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((10, 3)).astype("float32")
-    y = (x[:, 0] > 0).astype("int32")
-    return model, x, y
-
-
-def test_fit_verbose2_lines_and_history(capsys):
-    model, x, y = tiny_model()
-    history = model.fit(x, y, epochs=2, batch_size=4, validation_data=(x, y), verbose=2)
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2" and len(lines) == 4
-    pattern = (r"3/3 - \d+s - \d+(s|ms|us)/step - accuracy: \d\.\d{4} - loss: \d\.\d{4} - "
-               r"val_accuracy: \d\.\d{4} - val_loss: \d\.\d{4}")
-    assert re.fullmatch(pattern, lines[1]) and re.fullmatch(pattern, lines[3])
-    assert f"loss: {history.history['loss'][1]:.4f}" in lines[3]
-    assert sorted(history.history) == ["accuracy", "loss", "val_accuracy", "val_loss"]
-    assert history.params == {"verbose": 2, "epochs": 2, "steps": 3}
-
-
-def test_fit_keyboard_interrupt_keeps_history_model_usable_no_threads():
-    model, x, y = tiny_model()
-    before = set(threading.enumerate())
-
-    def interrupt(batch, logs):
-        if len(model.history.epoch) == 1 and batch == 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        model.fit(x, y, epochs=3, batch_size=4, verbose=1,
-                  callbacks=[cb.LambdaCallback(on_train_batch_end=interrupt)])
-    assert model.history.epoch == [0] and len(model.history.history["loss"]) == 1
-    assert set(threading.enumerate()) <= before
-    assert progbar._active_bar is None
-    assert model.predict(x, verbose=0).shape == (10, 2)
-    assert len(model.fit(x, y, epochs=1, batch_size=4, verbose=0).history["loss"]) == 1
-
-
-def test_fit_checkpoint_file_loads_back(tmp_path):
-    from kerasish import models
-
-    model, x, y = tiny_model()
-    path = tmp_path / "ckpt-{epoch:02d}.h5"
-    wpath = tmp_path / "best.weights.h5"
-    model.fit(x, y, epochs=2, batch_size=4, verbose=0,
-              callbacks=[cb.ModelCheckpoint(path, monitor="loss"),
-                         cb.ModelCheckpoint(wpath, monitor="loss", save_best_only=True,
-                                            save_weights_only=True)])
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "best.weights.h5", "ckpt-01.h5", "ckpt-02.h5"]
-    expected = model.predict(x, verbose=0)
-    try:
-        loaded = models.load_model(tmp_path / "ckpt-02.h5")
-    except NotImplementedError as e:
-        pytest.skip(f"load_model is not implemented yet: {e}")
-    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, rtol=1e-6)
-    other, _, _ = tiny_model(seed=1)
-    other.load_weights(wpath)
-    for a, b in zip(other.get_weights(), model.get_weights()):
-        assert a.shape == b.shape
-
-
-def test_fit_terminate_on_nan_input_and_lr_scheduler():
-    model, x, y = tiny_model(hidden="tanh")  # relu could turn the NaN into 0
-    x = x.copy()
-    x[5, 1] = np.nan  # in the second batch of 4
-    seen = []
-    history = model.fit(x, y, epochs=3, batch_size=4, verbose=0, shuffle=False,
-                        callbacks=[cb.TerminateOnNaN(),
-                                   cb.LambdaCallback(on_train_batch_end=lambda b, logs:
-                                                     seen.append(b))])
-    assert seen == [0, 1] and history.epoch == [0] and model.stop_training
-    model, x, y = tiny_model()
-    model.fit(x, y, epochs=3, batch_size=4, verbose=0,
-              callbacks=[cb.LearningRateScheduler(lambda epoch, lr: 0.5 ** (epoch + 1))])
-    assert model.optimizer.learning_rate == pytest.approx(0.125)
-    assert model.history.history["learning_rate"] == pytest.approx([0.5, 0.25, 0.125])

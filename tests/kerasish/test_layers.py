@@ -9,7 +9,6 @@ import kernels_numba
 from kerasish import config, layers
 from kerasish.testing import check_gradients
 
-
 CASES = [
     ("dense_linear", lambda: layers.Dense(3), (2, 5)),
     ("dense_relu", lambda: layers.Dense(4, activation="relu", bias_initializer="ones"), (1, 3)),

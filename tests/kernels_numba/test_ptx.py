@@ -38,7 +38,8 @@ def test_registry_is_populated():
 
 
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm80", "sm90"])
-@pytest.mark.parametrize("spec,sig", CASES, ids=[f"{s.name.split('.', 2)[2]}[{g}]" for s, g in CASES])
+@pytest.mark.parametrize("spec,sig", CASES,
+                         ids=[f"{s.name.split('.', 2)[2]}[{g}]" for s, g in CASES])
 def test_kernel_compiles_without_f64(spec, sig, cc):
     ptx, _ = _cuda.cuda.compile_ptx(spec.pyfunc, sig, cc=cc)
     assert ".entry" in ptx

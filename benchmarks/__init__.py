@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m benchmarks.train` (kerasish vs PyTorch) and the per-op scripts."""

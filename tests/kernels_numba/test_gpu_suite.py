@@ -1,0 +1,66 @@
+"""GPU suite (real NVIDIA GPU only, `pytest -m gpu`): GEMM against cuBLAS and the seed
+CNN's conv layers at batch 64, forward + backward, timed on the device.
+
+The op tests themselves run on the GPU through the `cudasim`-marked cuda cases of the
+`device` fixture: on a machine with a GPU, run `pytest -m "cudasim or gpu"` without
+NUMBA_ENABLE_CUDASIM and they use the hardware.
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernels_numba as kn
+from kernels_numba import ops
+
+pytestmark = pytest.mark.gpu
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or not kn.cuda_available():
+    pytest.skip("needs a real CUDA GPU (not the simulator)", allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import bench_gemm  # noqa: E402
+
+
+def test_gemm_against_cublas(capsys):
+    bench_gemm.bench_cuda(repeat=10, sizes=[512, 2048, 4096])
+    out = capsys.readouterr().out
+    with capsys.disabled():
+        print("\n" + out)
+    assert "GFLOP/s" in out
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((64, 28, 28, 1), (3, 3, 1, 32)),
+                                             ((64, 13, 13, 32), (3, 3, 32, 64))])
+def test_seed_conv_layers_forward_backward(capsys, x_shape, w_shape):
+    rng = np.random.default_rng(0)
+    x = kn.to_device(rng.standard_normal(x_shape).astype(np.float32), "cuda")
+    w = kn.to_device(rng.standard_normal(w_shape).astype(np.float32) * 0.1, "cuda")
+    b = kn.zeros((w_shape[-1],), device="cuda")
+    kw = {"strides": (1, 1), "padding": "valid"}
+    y_shape = ops.conv2d_output_shape(x_shape, w_shape, **kw)
+    ws = kn.empty(ops.conv2d_workspace_shape(x_shape, w_shape, **kw), device="cuda")
+    y, dy = kn.empty(y_shape, device="cuda"), kn.to_device(
+        rng.standard_normal(y_shape).astype(np.float32), "cuda")
+    dx, dw, db = kn.empty(x_shape, device="cuda"), kn.zeros(w_shape, device="cuda"), \
+        kn.zeros((w_shape[-1],), device="cuda")
+
+    def step():
+        ops.conv2d_forward(y, x, w, b, ws, activation="relu", **kw)
+        ops.conv2d_backward_filter(dw, db, dy, x, ws, **kw)
+        ops.conv2d_backward_data(dx, dy, w, ws, **kw)
+
+    step()
+    kn.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        step()
+    kn.synchronize()
+    ms = (time.perf_counter() - t0) / 20 * 1e3
+    with capsys.disabled():
+        print(f"\nconv {x_shape} * {w_shape}: forward+backward {ms:.3f} ms per step")
+    assert np.isfinite(kn.to_host(dw)).all()
