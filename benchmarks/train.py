@@ -2,7 +2,7 @@
 
     python -m benchmarks.train [--model mlp|cnn|both] [--repeats 3] [--epochs 3]
         [--images N] [--threads 2] [--device cpu|cuda] [--quick] [--json FILE]
-        [--no-memory] [--no-compile-time]
+        [--no-compile-time]
 
 Models (Fashion-MNIST, batch 64): the MLP 784-256(ReLU)-10 (SGD 0.01, cross-entropy
 from logits, 60,000 images) and the reference CNN Conv2D 32 -> MaxPool -> Conv2D 64
@@ -11,22 +11,25 @@ images). PyTorch gets the same architecture, kerasish's initial weights (HWIO ->
 the Dense after Flatten gets its rows permuted from (h, w, c) to (c, h, w) order, so
 both compute the same function), the same optimizer (torch Adam with eps=1e-7: torch
 adds eps to sqrt(v_hat), Keras to sqrt(v) before the bias correction, a difference of
-eps*sqrt(1-beta_2^t)), the same data order (one permutation per epoch, shared) and
-batch size. The CNN's softmax + cross-entropy is torch's cross_entropy on the logits.
+eps*sqrt(1-beta_2^t)), the same data order (one permutation per epoch from the seed)
+and batch size. The CNN's softmax + cross-entropy is torch's cross_entropy on logits.
 
-Each repeat builds fresh models and trains them epoch by epoch, alternating the
-frameworks (who goes first alternates too). Epoch 0 (compilation, warm-up) is left
-out; the steady-state epoch time of a repeat is the median of its later epochs, and
-the reported ratio is the median over repeats of kerasish/PyTorch.
+Each framework runs in its own worker process (each keeps its threading defaults: in
+one process torch's libgomp, loaded first with global symbols, also serves numba's
+parallel loops and spins after them, slowing kerasish ~15x). The parent alternates
+epochs between the two (who goes first alternates too), so both see the same machine
+load; they never run at the same time. Epoch 0 (compilation, warm-up) is left out:
+a repeat's steady-state epoch time is the median of its later epochs, and the
+reported ratio is the median over repeats of kerasish/PyTorch.
 
-Memory runs in one subprocess per framework and model (one epoch): the growth of the
-resident set high-water mark (VmHWM) over the RSS after imports and data loading, for
-the first step (model buffers, compilation) and for the steady epoch after resetting
-the mark (/proc/self/clear_refs). First-call time runs two subprocesses with an empty
-then reused NUMBA_CACHE_DIR: `import kerasish` to the end of the first CNN step.
-
-torch is imported before kerasish: kernels_numba sets OMP_WAIT_POLICY=PASSIVE for
-numba's OpenMP pool, and torch's own libgomp must keep its default (spinning) policy.
+Memory, per worker (Linux /proc): the resident set after imports and data loading;
+what training keeps on top of it (model, optimizer state, planned buffers, compiled
+code; last epoch of repeat 0); and how far the resident set peaks above its value
+just before an epoch's timed loop (VmHWM reset via /proc/self/clear_refs), for the
+first and for a steady epoch of repeat 0: kerasish plans its buffers in the first
+step, torch allocates activations and gradients every step. First-call time: two
+subprocesses with an empty then reused NUMBA_CACHE_DIR time `import kerasish` to the
+end of the first CNN training step.
 """
 
 import argparse
@@ -37,11 +40,29 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+
+def _threads_from_argv(argv):
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "2"
+
+
+if __name__ == "__main__":
+    # Thread counts are read when numpy loads OpenBLAS and numba starts its pool: set
+    # them before the first numpy import (benchmarks/__init__ imports nothing).
+    for _var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))
+
+import numpy as np  # noqa: E402
 
 BATCH = 64
 DEFAULT_IMAGES = {"mlp": 60000, "cnn": 12000}
 QUICK_IMAGES = {"mlp": 6400, "cnn": 1280}
+FRAMEWORKS = ("kerasish", "torch")
+_REPLY = "@@bench "  # prefix of protocol lines on a worker's stdout
 
 
 def _parse(argv=None):
@@ -56,22 +77,15 @@ def _parse(argv=None):
     p.add_argument("--quick", action="store_true", help="small subsets, 2 epochs, 1 repeat")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write the results here")
-    p.add_argument("--no-memory", action="store_true")
     p.add_argument("--no-compile-time", action="store_true")
-    p.add_argument("--child", choices=("memory", "compile"), help=argparse.SUPPRESS)
-    p.add_argument("--framework", choices=("kerasish", "torch"), help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=("compile",), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.epochs = 1, 2
     if args.epochs < 2 or args.repeats < 1:
         p.error("--epochs must be >= 2 (the first is warm-up) and --repeats >= 1")
     return args
-
-
-def _set_threads(n):
-    # Before numpy/numba start their pools.
-    for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(n))
 
 
 # -- data and models -------------------------------------------------------------------
@@ -84,6 +98,11 @@ def load_data(kind, images):
     shape = (-1, 784) if kind == "mlp" else (-1, 28, 28, 1)
     prep = lambda a: (a.astype(np.float32) / np.float32(255)).reshape(shape)  # noqa: E731
     return prep(x), y.astype(np.int64), prep(xt), yt.astype(np.int64)
+
+
+def epoch_order(seed, epoch, n):
+    """The shared data order of one epoch."""
+    return np.random.default_rng([seed, epoch]).permutation(n)
 
 
 def kerasish_model(kind, seed, device):
@@ -111,6 +130,10 @@ def kerasish_model(kind, seed, device):
     model.compile(optimizer=optimizers.Adam(), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
     return model
+
+
+def _checksum(arrays):
+    return float(sum(np.abs(np.asarray(a, np.float64)).sum() for a in arrays))
 
 
 def torch_twin(kind, kmodel, device):
@@ -154,209 +177,278 @@ def torch_twin(kind, kmodel, device):
     return model, opt
 
 
-def _sync(device):
-    if device == "cuda":
-        import torch
-
-        import kernels_numba
-
-        torch.cuda.synchronize()
-        kernels_numba.synchronize()
-
-
-def kerasish_epoch(model, x, y, device):
-    start = time.perf_counter()
-    hist = model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-    _sync(device)
-    return time.perf_counter() - start, hist.history["loss"][-1], hist.history["accuracy"][-1]
-
-
-def torch_epoch(model, opt, x, y, device):
-    import torch
-    import torch.nn.functional as F
-
-    model.train()
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), dtype=torch.int64, device=device)
-    start = time.perf_counter()
-    for i in range(0, len(x), BATCH):
-        xb, yb = x[i:i + BATCH], y[i:i + BATCH]
-        opt.zero_grad(set_to_none=True)
-        out = model(xb)
-        loss = F.cross_entropy(out, yb)
-        loss.backward()
-        opt.step()
-        with torch.no_grad():  # running loss and accuracy, as kerasish's fit reports
-            loss_sum += loss * len(xb)
-            correct += (out.argmax(1) == yb).sum()
-    _sync(device)
-    elapsed = time.perf_counter() - start
-    return elapsed, loss_sum.item() / len(x), correct.item() / len(x)
-
-
-def torch_accuracy(model, x, y):
-    import torch
-
-    model.eval()
-    with torch.no_grad():
-        hits = sum(int((model(x[i:i + 256]).argmax(1) == y[i:i + 256]).sum())
-                   for i in range(0, len(x), 256))
-    return hits / len(x)
-
-
-def _torch_inputs(kind, x, device):
-    import torch
-
-    t = torch.from_numpy(x if kind == "mlp" else np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    return t.to(device)
-
-
-# -- the alternating comparison ----------------------------------------------------------
-
-def compare(kind, args, images):
-    import torch
-
-    x, y, xt, yt = load_data(kind, images)
-    txt, tyt = _torch_inputs(kind, xt, args.device), torch.from_numpy(yt).to(args.device)
-    repeats = []
-    for r in range(args.repeats):
-        seed = args.seed + r
-        km = kerasish_model(kind, seed, args.device)
-        tm, opt = torch_twin(kind, km, args.device)
-        rng = np.random.default_rng(seed)
-        rec = {"kerasish": [], "torch": [], "kerasish_train": [], "torch_train": []}
-        for epoch in range(args.epochs):
-            perm = rng.permutation(len(x))
-            xk, yk = x[perm], y[perm]
-            xtc, ytc = _torch_inputs(kind, xk, args.device), torch.from_numpy(yk).to(args.device)
-            order = ("kerasish", "torch") if (epoch + r) % 2 == 0 else ("torch", "kerasish")
-            for fw in order:
-                if fw == "kerasish":
-                    t, loss, acc = kerasish_epoch(km, xk, yk, args.device)
-                else:
-                    t, loss, acc = torch_epoch(tm, opt, xtc, ytc, args.device)
-                rec[fw].append(t)
-                rec[fw + "_train"].append((loss, acc))
-            print(f"  {kind} repeat {r} epoch {epoch}: kerasish {rec['kerasish'][-1]:.2f} s, "
-                  f"torch {rec['torch'][-1]:.2f} s", flush=True)
-        rec["kerasish_test_acc"] = float(km.evaluate(xt, yt, batch_size=256, verbose=0)[1])
-        rec["torch_test_acc"] = torch_accuracy(tm, txt, tyt)
-        rec["launches_per_step"] = _launches(kind, km, tm, x, y, args.device) \
-            if args.device == "cuda" and r == 0 else None
-        repeats.append(rec)
-    return summarize(kind, repeats, len(x), args)
-
-
-def summarize(kind, repeats, n_images, args):
-    steps = -(-n_images // BATCH)
-    ks = [float(np.median(r["kerasish"][1:])) for r in repeats]
-    ts = [float(np.median(r["torch"][1:])) for r in repeats]
-    ratios = [k / t for k, t in zip(ks, ts)]
-    out = {
-        "model": kind, "images": n_images, "batch": BATCH, "epochs": args.epochs,
-        "repeats": args.repeats, "threads": args.threads, "device": args.device,
-        "kerasish_epoch_s": float(np.median(ks)), "torch_epoch_s": float(np.median(ts)),
-        "kerasish_first_epoch_s": float(np.median([r["kerasish"][0] for r in repeats])),
-        "torch_first_epoch_s": float(np.median([r["torch"][0] for r in repeats])),
-        "ratio_median": float(np.median(ratios)), "ratios": ratios,
-        "kerasish_ms_per_step": 1e3 * float(np.median(ks)) / steps,
-        "torch_ms_per_step": 1e3 * float(np.median(ts)) / steps,
-        "kerasish_test_acc": [r["kerasish_test_acc"] for r in repeats],
-        "torch_test_acc": [r["torch_test_acc"] for r in repeats],
-        "kerasish_final_train": [r["kerasish_train"][-1] for r in repeats],
-        "torch_final_train": [r["torch_train"][-1] for r in repeats],
-        "launches_per_step": repeats[0]["launches_per_step"],
-    }
-    gap = 100 * (np.mean(out["kerasish_test_acc"]) - np.mean(out["torch_test_acc"]))
-    out["test_acc_gap_points"] = float(gap)
-    return out
-
-
-def _launches(kind, km, tm, x, y, device):
-    """Kernel launches in one training step: kerasish (counted) and torch (profiler)."""
-    import torch
-    import torch.nn.functional as F
-
-    import kernels_numba.gpu as gpu_pkg
-
-    counter = [0]
-    patched = []
-    for name, mod in list(sys.modules.items()):
-        if name.startswith(gpu_pkg.__name__ + ".") and hasattr(mod, "launch"):
-            orig = mod.launch
-
-            def counting(*a, _orig=orig, **kw):
-                counter[0] += 1
-                return _orig(*a, **kw)
-
-            patched.append((mod, orig))
-            mod.launch = counting
-    try:
-        km.train_on_batch(x[:BATCH], y[:BATCH])
-    finally:
-        for mod, orig in patched:
-            mod.launch = orig
-    result = {"kerasish": counter[0], "torch": None}
-    try:
-        xb = _torch_inputs(kind, x[:BATCH], device)
-        yb = torch.from_numpy(y[:BATCH]).to(device)
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            loss = F.cross_entropy(tm(xb), yb)
-            loss.backward()
-            torch.cuda.synchronize()
-        result["torch"] = sum(1 for e in prof.events() if str(e.device_type).endswith("CUDA"))
-    except Exception as exc:  # noqa: BLE001 - the count is informational
-        result["torch_error"] = str(exc)
-    return result
-
-
-# -- subprocess measurements -------------------------------------------------------------
+# -- workers: one process per framework ------------------------------------------------
 
 def _status_kib(field):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
-    return None
+    return 0
 
 
-def _reset_hwm():
+def _mem_begin():
+    """RSS (KiB) just before a timed loop, with the high-water mark reset to it."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        return True
     except OSError:
-        return False
+        pass
+    return _status_kib("VmRSS")
 
 
-def memory_child(args, images):
-    """One epoch of one framework; prints a JSON line of RSS high-water growth (MiB)."""
-    if args.framework == "torch":
+def _mem_end(rss0):
+    """MiB the loop's resident set peaked above rss0 (transient + newly kept memory)."""
+    return (_status_kib("VmHWM") - rss0) / 1024
+
+
+class KerasishRunner:
+    def __init__(self, kind, device, x, y, xt, yt):
+        self.kind, self.device, self.data = kind, device, (x, y, xt, yt)
+        self.model = None
+
+    def init(self, seed):
+        self.model = kerasish_model(self.kind, seed, self.device)
+        return _checksum(self.model.get_weights())
+
+    def epoch(self, seed, epoch):
+        x, y = self.data[0], self.data[1]
+        perm = epoch_order(seed, epoch, len(x))
+        xe, ye = x[perm], y[perm]
+        rss0 = _mem_begin()
+        start = time.perf_counter()
+        hist = self.model.fit(xe, ye, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        if self.device == "cuda":
+            import kernels_numba
+
+            kernels_numba.synchronize()
+        elapsed = time.perf_counter() - start
+        return elapsed, hist.history["loss"][-1], hist.history["accuracy"][-1], _mem_end(rss0)
+
+    def evaluate(self):
+        return float(self.model.evaluate(self.data[2], self.data[3], batch_size=256, verbose=0)[1])
+
+    def launches(self):
+        """Kernel launches in one training step (counts kernels_numba.gpu launch calls)."""
+        counter, patched = [0], []
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("kernels_numba.gpu.") and hasattr(mod, "launch"):
+                def counting(*a, _orig=mod.launch, **kw):
+                    counter[0] += 1
+                    return _orig(*a, **kw)
+
+                patched.append((mod, mod.launch))
+                mod.launch = counting
+        try:
+            self.model.train_on_batch(self.data[0][:BATCH], self.data[1][:BATCH])
+        finally:
+            for mod, orig in patched:
+                mod.launch = orig
+        return counter[0]
+
+
+class TorchRunner:
+    def __init__(self, kind, device, x, y, xt, yt):
         import torch
-    kind = args.model
-    x, y, _, _ = load_data(kind, images)
-    base = _status_kib("VmRSS")
-    km = kerasish_model(kind, args.seed, args.device)
-    if args.framework == "kerasish":
-        km.fit(x[:BATCH], y[:BATCH], batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-        first = _status_kib("VmHWM")
-        reset = _reset_hwm()
-        kerasish_epoch(km, x, y, args.device)
-    else:
-        tm, opt = torch_twin(kind, km, args.device)
-        del km
-        xt, yt = _torch_inputs(kind, x, args.device), torch.from_numpy(y).to(args.device)
-        torch_epoch(tm, opt, xt[:BATCH], yt[:BATCH], args.device)
-        first = _status_kib("VmHWM")
-        reset = _reset_hwm()
-        torch_epoch(tm, opt, xt, yt, args.device)
-    steady = _status_kib("VmHWM")
-    print(json.dumps({"first_step_mib": (first - base) / 1024,
-                      "epoch_mib": (steady - base) / 1024 if reset else None,
-                      "base_mib": base / 1024}))
 
+        self.kind, self.device = kind, device
+        self.x = self._inputs(x)  # NCHW once; each epoch gathers its order outside timing
+        self.y = torch.from_numpy(y)
+        self.xt, self.yt = self._inputs(xt).to(device), torch.from_numpy(yt).to(device)
+        self.model = self.opt = None
+
+    def _inputs(self, x):
+        import torch
+
+        return torch.from_numpy(x if self.kind == "mlp" else
+                                np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+    def init(self, seed):
+        kmodel = kerasish_model(self.kind, seed, "cpu")  # same seed: same initial weights
+        self.model, self.opt = torch_twin(self.kind, kmodel, self.device)
+        return _checksum(kmodel.get_weights())
+
+    def _sync(self):
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def epoch(self, seed, epoch):
+        import torch
+        import torch.nn.functional as F
+
+        perm = torch.from_numpy(epoch_order(seed, epoch, len(self.x)))
+        x, y = self.x[perm].to(self.device), self.y[perm].to(self.device)
+        model, opt = self.model, self.opt
+        model.train()
+        loss_sum = torch.zeros((), device=self.device)
+        correct = torch.zeros((), dtype=torch.int64, device=self.device)
+        rss0 = _mem_begin()
+        start = time.perf_counter()
+        for i in range(0, len(x), BATCH):
+            xb, yb = x[i:i + BATCH], y[i:i + BATCH]
+            opt.zero_grad(set_to_none=True)
+            out = model(xb)
+            loss = F.cross_entropy(out, yb)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():  # running loss and accuracy, as kerasish's fit reports
+                loss_sum += loss * len(xb)
+                correct += (out.argmax(1) == yb).sum()
+        self._sync()
+        elapsed = time.perf_counter() - start
+        return elapsed, loss_sum.item() / len(x), correct.item() / len(x), _mem_end(rss0)
+
+    def evaluate(self):
+        import torch
+
+        self.model.eval()
+        with torch.no_grad():
+            hits = sum(int((self.model(self.xt[i:i + 256]).argmax(1) ==
+                            self.yt[i:i + 256]).sum()) for i in range(0, len(self.xt), 256))
+        return hits / len(self.xt)
+
+    def launches(self):
+        """CUDA kernels in one forward + backward + step (torch.profiler)."""
+        import torch.nn.functional as F
+        from torch.profiler import ProfilerActivity, profile
+
+        xb, yb = self.x[:BATCH].to(self.device), self.y[:BATCH].to(self.device)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            self.opt.zero_grad(set_to_none=True)
+            F.cross_entropy(self.model(xb), yb).backward()
+            self.opt.step()
+            self._sync()
+        return sum(1 for e in prof.events() if str(e.device_type).endswith("CUDA"))
+
+
+def worker_main(args, images):
+    """Serve JSON commands on stdin: init, epoch, evaluate, launches, quit."""
+    if args.worker == "torch":
+        import torch  # before kerasish: torch's libgomp keeps its own defaults
+
+        torch.set_num_threads(args.threads)
+    x, y, xt, yt = load_data(args.model, images)
+    runner = (KerasishRunner if args.worker == "kerasish" else TorchRunner)(
+        args.model, args.device, x, y, xt, yt)
+    base = _status_kib("VmRSS")
+
+    def reply(**kw):
+        sys.stdout.write(_REPLY + json.dumps(kw) + "\n")
+        sys.stdout.flush()
+
+    reply(ready=True, base_mib=base / 1024, threads=_thread_info())
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd.pop("op")
+        if op == "quit":
+            return 0
+        if op == "epoch":
+            t, loss, acc, peak = runner.epoch(**cmd)
+            reply(time=t, loss=loss, acc=acc, peak_mib=peak,
+                  retained_mib=(_status_kib("VmRSS") - base) / 1024)
+        else:
+            reply(value=getattr(runner, op)(**cmd))
+    return 0
+
+
+def _thread_info():
+    import numba
+
+    return {"numba": numba.config.NUMBA_NUM_THREADS,
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
+
+
+class Worker:
+    """Parent side of a worker process."""
+
+    def __init__(self, framework, kind, images, args):
+        cmd = [sys.executable, "-m", "benchmarks.train", "--worker", framework,
+               "--model", kind, "--images", str(images), "--threads", str(args.threads),
+               "--device", args.device, "--epochs", str(args.epochs)]
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.hello = self._read()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith(_REPLY):
+                return json.loads(line[len(_REPLY):])
+        raise RuntimeError(f"benchmark worker exited with {self.proc.wait()}")
+
+    def call(self, op, **kw):
+        self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=60)
+
+
+# -- the alternating comparison ----------------------------------------------------------
+
+def compare(kind, args, images):
+    workers = {fw: Worker(fw, kind, images, args) for fw in FRAMEWORKS}
+    try:
+        repeats = []
+        for r in range(args.repeats):
+            seed = args.seed + r
+            sums = {fw: w.call("init", seed=seed)["value"] for fw, w in workers.items()}
+            if not np.isclose(sums["kerasish"], sums["torch"], rtol=1e-6):
+                raise RuntimeError(f"initial weights differ between the workers: {sums}")
+            rec = {fw: [] for fw in FRAMEWORKS}
+            for epoch in range(args.epochs):
+                order = FRAMEWORKS if (epoch + r) % 2 == 0 else FRAMEWORKS[::-1]
+                for fw in order:
+                    rec[fw].append(workers[fw].call("epoch", seed=seed, epoch=epoch))
+                print(f"  {kind} repeat {r} epoch {epoch}: " + ", ".join(
+                    f"{fw} {rec[fw][-1]['time']:.2f} s" for fw in FRAMEWORKS), flush=True)
+            for fw in FRAMEWORKS:
+                rec[fw + "_test_acc"] = workers[fw].call("evaluate")["value"]
+            if args.device == "cuda" and r == 0:
+                rec["launches"] = {fw: workers[fw].call("launches")["value"] for fw in FRAMEWORKS}
+            repeats.append(rec)
+        hello = {fw: w.hello for fw, w in workers.items()}
+    finally:
+        for w in workers.values():
+            w.close()
+    return summarize(kind, repeats, images, hello, args)
+
+
+def summarize(kind, repeats, n_images, hello, args):
+    steps = -(-n_images // BATCH)
+    out = {"model": kind, "images": n_images, "batch": BATCH, "epochs": args.epochs,
+           "repeats": args.repeats, "threads": args.threads, "device": args.device,
+           "launches_per_step": repeats[0].get("launches")}
+    steady = {}
+    for fw in FRAMEWORKS:
+        steady[fw] = [float(np.median([e["time"] for e in r[fw][1:]])) for r in repeats]
+        first = repeats[0][fw]
+        out[fw] = {
+            "epoch_s": float(np.median(steady[fw])),
+            "ms_per_step": 1e3 * float(np.median(steady[fw])) / steps,
+            "first_epoch_s": float(np.median([r[fw][0]["time"] for r in repeats])),
+            "epoch_times": [[e["time"] for e in r[fw]] for r in repeats],
+            "test_acc": [r[fw + "_test_acc"] for r in repeats],
+            "final_train": [(r[fw][-1]["loss"], r[fw][-1]["acc"]) for r in repeats],
+            "memory_mib": {"base": hello[fw]["base_mib"], "first_epoch_peak": first[0]["peak_mib"],
+                           "steady_epoch_peak": max(e["peak_mib"] for e in first[1:]),
+                           "retained": first[-1]["retained_mib"]},
+            "threads": hello[fw]["threads"],
+        }
+    ratios = [k / t for k, t in zip(steady["kerasish"], steady["torch"])]
+    out["ratio_median"], out["ratios"] = float(np.median(ratios)), ratios
+    out["test_acc_gap_points"] = 100 * float(np.mean(out["kerasish"]["test_acc"]) -
+                                             np.mean(out["torch"]["test_acc"]))
+    return out
+
+
+# -- first-call compile time -------------------------------------------------------------
 
 def compile_child(args):
     """Seconds from `import kerasish` to the end of the first CNN training step."""
@@ -369,65 +461,57 @@ def compile_child(args):
     x = rng.random((BATCH, 28, 28, 1), dtype=np.float32)
     y = rng.integers(0, 10, BATCH)
     km.train_on_batch(x, y)
-    _sync(args.device)
     t_first = time.perf_counter() - t0
     t1 = time.perf_counter()
     km.train_on_batch(x, y)
-    _sync(args.device)
     print(json.dumps({"import_s": t_import, "first_step_s": t_first,
                       "second_step_s": time.perf_counter() - t1}))
 
 
-def _run_child(extra, env=None):
-    cmd = [sys.executable, "-m", "benchmarks.train", *extra]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def memory(kind, args, images):
-    common = ["--child", "memory", "--model", kind, "--images", str(images),
-              "--threads", str(args.threads), "--device", args.device]
-    return {fw: _run_child(common + ["--framework", fw]) for fw in ("kerasish", "torch")}
-
-
 def compile_time(args):
-    common = ["--child", "compile", "--threads", str(args.threads), "--device", args.device]
+    cmd = [sys.executable, "-m", "benchmarks.train", "--child", "compile",
+           "--threads", str(args.threads), "--device", args.device]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = {}
     with tempfile.TemporaryDirectory(prefix="kerasish-numba-cache-") as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        return {"cold": _run_child(common, env), "warm": _run_child(common, env)}
+        for kind in ("cold", "warm"):
+            run = subprocess.run(cmd, capture_output=True, text=True, cwd=root, check=False,
+                                 env={**os.environ, "NUMBA_CACHE_DIR": cache})
+            if run.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr[-2000:]}")
+            out[kind] = json.loads(run.stdout.strip().splitlines()[-1])
+    return out
 
 
 # -- report ------------------------------------------------------------------------------
 
 def report(results, args):
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"\nbatch {BATCH}, {args.threads} threads, device {args.device}, "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    for res in results.get("models", []):
+    load = os.getloadavg()
+    print(f"\nbatch {BATCH}, {args.threads} threads, device {args.device}, load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (at the end)")
+    for res in results["models"]:
         print(f"\n{res['model'].upper()}: {res['images']} Fashion-MNIST images, "
               f"{res['epochs']} epochs x {res['repeats']} repeats (epoch 0 excluded)")
         print(f"  {'':9s} {'epoch s':>8s} {'ms/step':>8s} {'1st epoch s':>11s} "
               f"{'test acc':>9s} {'final train loss/acc':>21s}")
-        for fw in ("kerasish", "torch"):
-            tl, ta = res[f"{fw}_final_train"][0]
-            print(f"  {fw:9s} {res[fw + '_epoch_s']:8.3f} {res[fw + '_ms_per_step']:8.2f} "
-                  f"{res[fw + '_first_epoch_s']:11.2f} "
-                  f"{100 * np.mean(res[fw + '_test_acc']):8.2f}% {tl:12.4f} / {ta:.4f}")
-        ratios = " ".join(f"{r:.2f}" for r in res["ratios"])
+        for fw in FRAMEWORKS:
+            r = res[fw]
+            tl, ta = r["final_train"][0]
+            print(f"  {fw:9s} {r['epoch_s']:8.3f} {r['ms_per_step']:8.2f} "
+                  f"{r['first_epoch_s']:11.2f} {100 * np.mean(r['test_acc']):8.2f}% "
+                  f"{tl:12.4f} / {ta:.4f}")
+        ratios = " ".join(f"{x:.2f}" for x in res["ratios"])
         flag = "" if abs(res["test_acc_gap_points"]) <= 0.5 else "  <-- more than 0.5 points"
         print(f"  ratio kerasish/torch: {res['ratio_median']:.2f} (per repeat: {ratios}); "
               f"test accuracy gap {res['test_acc_gap_points']:+.2f} points{flag}")
+        for fw in FRAMEWORKS:
+            m = res[fw]["memory_mib"]
+            print(f"  memory {fw:8s}: RSS {m['base']:.0f} MiB after imports+data, "
+                  f"+{m['retained']:.1f} MiB kept after training; peak during an epoch's "
+                  f"loop +{m['first_epoch_peak']:.1f} MiB (first), "
+                  f"+{m['steady_epoch_peak']:.1f} MiB (steady)")
         if res.get("launches_per_step"):
-            print(f"  kernel launches per step: {res['launches_per_step']}")
-        mem = res.get("memory")
-        if mem:
-            for fw, m in mem.items():
-                epoch = "n/a" if m["epoch_mib"] is None else f"{m['epoch_mib']:.1f}"
-                print(f"  peak RSS growth {fw:8s}: first step {m['first_step_mib']:.1f} MiB, "
-                      f"steady epoch {epoch} MiB (over {m['base_mib']:.0f} MiB after imports+data)")
+            print(f"  kernel launches per training step: {res['launches_per_step']}")
     comp = results.get("compile")
     if comp:
         for kind in ("cold", "warm"):
@@ -439,26 +523,20 @@ def report(results, args):
 
 def main(argv=None):
     args = _parse(argv)
-    _set_threads(args.threads)
     kinds = ("mlp", "cnn") if args.model == "both" else (args.model,)
     if args.child == "compile":
         return compile_child(args)
-    if args.child == "memory":
-        return memory_child(args, args.images)
-    import torch  # before kerasish: see the module docstring
-
-    torch.set_num_threads(args.threads)
+    if args.worker:
+        return worker_main(args, args.images)
     results = {"command": " ".join(["python -m benchmarks.train", *(argv or sys.argv[1:])]),
                "models": []}
     for kind in kinds:
         images = args.images or (QUICK_IMAGES if args.quick else DEFAULT_IMAGES)[kind]
         print(f"{kind}: training kerasish and torch alternately on {images} images", flush=True)
-        res = compare(kind, args, images)
-        if not args.no_memory:
-            res["memory"] = memory(kind, args, images)
-        results["models"].append(res)
+        results["models"].append(compare(kind, args, images))
     if not args.no_compile_time:
         results["compile"] = compile_time(args)
+    results["load_average_end"] = os.getloadavg()
     report(results, args)
     if args.json:
         with open(args.json, "w") as f:
