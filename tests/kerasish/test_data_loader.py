@@ -243,6 +243,9 @@ def test_ctrl_c_while_waiting_for_a_batch():
     x, y = _data(20)
     slow = DataLoader(x, y, batch_size=2, transform=lambda a, b: (time.sleep(0.3), (a, b))[1])
     timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    # A shell that starts us in the background leaves SIGINT ignored: restore Python's
+    # Ctrl-C handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     t0 = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -251,6 +254,7 @@ def test_ctrl_c_while_waiting_for_a_batch():
                 pass
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.perf_counter() - t0 < 2.5  # stopped, not run to the end
     assert _live() == []
 
