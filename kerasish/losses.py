@@ -15,10 +15,9 @@ class Loss:
     kind = "regression"
 
     def __init__(self, reduction="sum_over_batch_size", name=None, from_logits=False):
-        if reduction not in ("sum_over_batch_size", "auto", None) and reduction != "none":
-            if reduction != "sum_over_batch_size":
-                raise ValueError(f"{type(self).__name__}: only reduction='sum_over_batch_size' "
-                                 f"is supported; received reduction={reduction!r}")
+        if reduction not in ("sum_over_batch_size", "auto", None):
+            raise ValueError(f"{type(self).__name__}: only reduction='sum_over_batch_size' "
+                             f"is supported; received reduction={reduction!r}")
         self.reduction = "sum_over_batch_size"
         self.name = name or _snake(type(self).__name__)
         self.from_logits = bool(from_logits)
