@@ -84,115 +84,29 @@ def act_backward_scalar(g, s, code, alpha):
 # usually follows (both pools want every core).
 PARALLEL_MIN_SIZE = 1 << 15
 
-# The loops branch on the kind outside the element loop: with the branch inside,
-# LLVM does not vectorize (ReLU ran ~5x slower). Parallel loops run over blocks of
-# _BLOCK elements (rows): one prange per function keeps the cold compile short.
-_BLOCK = 4096
-
 
 @numba.njit(cache=True)
 def _forward_serial(y, x, code, alpha):
-    if code == RELU:
-        for i in range(x.size):
-            v = x[i]
-            y[i] = v if v > _ZERO else _ZERO
-    else:
-        for i in range(x.size):
-            y[i] = act_forward_scalar(x[i], code, alpha)
+    for i in range(x.size):
+        y[i] = act_forward_scalar(x[i], code, alpha)
 
 
 @numba.njit(parallel=True, cache=True)
 def _forward_parallel(y, x, code, alpha):
-    n = x.size
-    for blk in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        i0, i1 = blk * _BLOCK, min(n, (blk + 1) * _BLOCK)
-        if code == RELU:
-            for i in range(i0, i1):
-                v = x[i]
-                y[i] = v if v > _ZERO else _ZERO
-        else:
-            for i in range(i0, i1):
-                y[i] = act_forward_scalar(x[i], code, alpha)
+    for i in numba.prange(x.size):
+        y[i] = act_forward_scalar(x[i], code, alpha)
 
 
 @numba.njit(cache=True)
 def _backward_serial(dx, dy, s, code, alpha):
-    if code == RELU:
-        for i in range(dy.size):
-            g = dy[i]
-            dx[i] = g if s[i] > _ZERO else _ZERO
-    else:
-        for i in range(dy.size):
-            dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
+    for i in range(dy.size):
+        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
 
 
 @numba.njit(parallel=True, cache=True)
 def _backward_parallel(dx, dy, s, code, alpha):
-    n = dy.size
-    for blk in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        i0, i1 = blk * _BLOCK, min(n, (blk + 1) * _BLOCK)
-        if code == RELU:
-            for i in range(i0, i1):
-                g = dy[i]  # loaded unconditionally: a select, not a branch
-                dx[i] = g if s[i] > _ZERO else _ZERO
-        else:
-            for i in range(i0, i1):
-                dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
-
-
-# Bias + activation epilogue of dense and conv2d on y (rows, F), in place.
-
-@numba.njit(cache=True)
-def _epilogue_rows(y, b, has_bias, code, r0, r1):
-    f = y.shape[1]
-    for r in range(r0, r1):
-        if code == RELU and has_bias:
-            for j in range(f):
-                v = y[r, j] + b[j]
-                y[r, j] = v if v > _ZERO else _ZERO
-        elif code == LINEAR:
-            for j in range(f):
-                y[r, j] += b[j]
-        else:
-            for j in range(f):
-                v = y[r, j] + b[j] if has_bias else y[r, j]
-                y[r, j] = act_forward_scalar(v, code, _ZERO)
-
-
-@numba.njit(cache=True)
-def _epilogue_serial(y, b, has_bias, code):
-    _epilogue_rows(y, b, has_bias, code, 0, y.shape[0])
-
-
-@numba.njit(parallel=True, cache=True)
-def _epilogue_parallel(y, b, has_bias, code):
-    rows, f = y.shape
-    step = max(1, _BLOCK // max(f, 1))
-    for blk in numba.prange((rows + step - 1) // step):
-        r0, r1 = blk * step, min(rows, (blk + 1) * step)
-        for r in range(r0, r1):
-            if code == RELU and has_bias:
-                for j in range(f):
-                    v = y[r, j] + b[j]
-                    y[r, j] = v if v > _ZERO else _ZERO
-            elif code == LINEAR:
-                for j in range(f):
-                    y[r, j] += b[j]
-            else:
-                for j in range(f):
-                    v = y[r, j] + b[j] if has_bias else y[r, j]
-                    y[r, j] = act_forward_scalar(v, code, _ZERO)
-
-
-_NO_BIAS = np.zeros(1, np.float32)
-
-
-def bias_activation(y2, b, code):
-    """y2 (rows, F) = act(y2 + b) in place, for integer kind `code`; b (F,) or None."""
-    if y2.size == 0 or (b is None and code == LINEAR):
-        return
-    fn = _epilogue_parallel if y2.size >= PARALLEL_MIN_SIZE else _epilogue_serial
-    fn(y2, _NO_BIAS if b is None else b, b is not None, code)
+    for i in numba.prange(dy.size):
+        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
 
 
 @numba.njit(cache=True)
