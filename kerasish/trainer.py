@@ -5,6 +5,7 @@ planned buffers). Loss and metrics accumulate on the device; the host reads them
 every batch on the CPU (free) and at most every ~0.1 s on CUDA (a read synchronizes).
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
 from kerasish.engine.executor import PREDICT, TEST, TRAIN, Executor
+from kerasish.engine.feeder import epoch_batches
 
 _READ_INTERVAL_S = 0.1
 
@@ -133,6 +135,12 @@ class Trainer:
             ex = self._executors[key] = Executor(self, batch_size, mode)
         return ex
 
+    def _executor_for(self, ex, n, loader, mode):
+        """`ex` while a batch of n fits it, else one planned for max(n, loader batch size)."""
+        if ex is None or n > ex.batch_size:
+            ex = self._executor(max(n, getattr(loader, "batch_size", 0) or 0), mode)
+        return ex
+
     def _arrays_loader(self, x, y, batch_size, shuffle, what):
         from kerasish.data import DataLoader, make_loader
 
@@ -232,21 +240,21 @@ class Trainer:
         self._reset_metrics()
         last_read = 0.0
         logs = {}
-        ex = None
-        for batch, (xb, yb) in enumerate(self._batches(loader, "fit")):
-            if max_steps is not None and batch >= max_steps:
-                break
-            cbs.on_train_batch_begin(batch)
-            if ex is None or len(xb) > ex.batch_size:
-                ex = self._executor(max(len(xb), getattr(loader, "batch_size", 0) or 0), TRAIN)
-            ex.train_step(xb, yb)
-            now = time.perf_counter()
-            if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
-                    (steps is not None and batch + 1 == steps):
-                logs, last_read = self._read_logs(), now
-            cbs.on_train_batch_end(batch, logs)
-            if self.stop_training:
-                break
+        ex, batches = None, epoch_batches(self, loader, "fit", TRAIN)
+        with contextlib.closing(batches):  # stops the prefetch threads on any exit
+            for batch, (xb, yb) in enumerate(batches):
+                if max_steps is not None and batch >= max_steps:
+                    break
+                cbs.on_train_batch_begin(batch)
+                ex = self._executor_for(ex, len(xb), loader, TRAIN)
+                ex.train_step(xb, yb)
+                now = time.perf_counter()
+                if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
+                        (steps is not None and batch + 1 == steps):
+                    logs, last_read = self._read_logs(), now
+                cbs.on_train_batch_end(batch, logs)
+                if self.stop_training:
+                    break
         return self._read_logs()
 
     def _reset_metrics(self):
@@ -285,19 +293,19 @@ class Trainer:
         self._reset_metrics()
         if cbs is not None:
             cbs.on_test_begin()
-        ex = None
         logs = {}
-        for batch, (xb, yb) in enumerate(self._batches(loader, what)):
-            if steps is not None and batch >= steps:
-                break
-            if cbs is not None:
-                cbs.on_test_batch_begin(batch)
-            if ex is None or len(xb) > ex.batch_size:
-                ex = self._executor(max(len(xb), getattr(loader, "batch_size", 0) or 0), TEST)
-            ex.test_step(xb, yb)
-            if cbs is not None:
-                logs = self._read_logs() if self.device == "cpu" else logs
-                cbs.on_test_batch_end(batch, logs)
+        ex, batches = None, epoch_batches(self, loader, what, TEST)
+        with contextlib.closing(batches):
+            for batch, (xb, yb) in enumerate(batches):
+                if steps is not None and batch >= steps:
+                    break
+                if cbs is not None:
+                    cbs.on_test_batch_begin(batch)
+                ex = self._executor_for(ex, len(xb), loader, TEST)
+                ex.test_step(xb, yb)
+                if cbs is not None:
+                    logs = self._read_logs() if self.device == "cpu" else logs
+                    cbs.on_test_batch_end(batch, logs)
         if ex is None:
             raise ValueError(f"{what}: received empty data")
         logs = self._read_logs()
@@ -325,9 +333,7 @@ class Trainer:
             if steps is not None and batch >= steps:
                 break
             cbs.on_predict_batch_begin(batch)
-            if ex is None or len(xb) > ex.batch_size:
-                ex = self._executor(max(len(xb), getattr(loader, "batch_size", 0) or 0),
-                                    PREDICT)
+            ex = self._executor_for(ex, len(xb), loader, PREDICT)
             outputs.append(ex.predict_step(xb))
             cbs.on_predict_batch_end(batch, {"outputs": outputs[-1]})
         cbs.on_predict_end()

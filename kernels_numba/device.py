@@ -3,6 +3,11 @@
 A buffer is a NumPy array on the CPU or a numba device array on CUDA. Ops never
 allocate; callers (the kerasish graph planner, tests, benchmarks) get buffers
 here. `allocation_count()` lets tests prove that a training step allocates nothing.
+
+Asynchronous input (CUDA): a batch is staged in a `pinned_empty` host buffer, copied
+with `copy_from_host_async` on `copy_stream()`, and an `Event` recorded after the copy
+makes the compute stream wait for it. On the CPU (or with no CUDA at all) these
+degrade to a plain NumPy array, None, a plain copy and no-op events.
 """
 
 import os
@@ -94,6 +99,75 @@ def copy_from_host(dst, host):
         _cuda.copy_host_to_device(dst, np.ascontiguousarray(host))
     else:
         np.copyto(dst, host)
+
+
+def pinned_empty(shape, dtype=np.float32, device=CUDA):
+    """A host array for async copies: page-locked on CUDA (a copy from pageable memory is
+    staged by the driver and blocks the host), a plain NumPy array on the CPU."""
+    global _allocations
+    _allocations += 1
+    if device == CUDA and cuda_available():
+        return _cuda.pinned_empty(shape, np.dtype(dtype))
+    return np.empty(shape, dtype=dtype)
+
+
+def copy_stream(device=CUDA):
+    """The one host->device copy stream (non-blocking, see _cuda.py), or None on the CPU."""
+    if device == CUDA and cuda_available():
+        return _cuda.copy_stream()
+    return None
+
+
+def use_in_this_thread(device=CUDA):
+    """Call first in a thread that issues copies or events (a feeder); no-op on the CPU."""
+    if device == CUDA and cuda_available():
+        _cuda.use_context_in_this_thread()
+
+
+class Event:
+    """Orders work across streams; every method is a no-op on the CPU.
+
+    `stream=None` means the compute stream (stream 0, where every kernel launches).
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self, device=CUDA):
+        self._event = _cuda.new_event() if device == CUDA and cuda_available() else None
+
+    def record(self, stream=None):
+        """Mark the point reached by the work issued so far on `stream`."""
+        if self._event is not None:
+            self._event.record(0 if stream is None else stream)
+
+    def wait(self, stream=None):
+        """Make later work on `stream` wait (on the device; the host goes on) for it."""
+        if self._event is not None:
+            self._event.wait(0 if stream is None else stream)
+
+    def synchronize(self):
+        """Block the host until the recorded work is done."""
+        if self._event is not None:
+            self._event.synchronize()
+
+
+def copy_from_host_async(dst, host, stream=None):
+    """Issue a copy of `host` into the existing buffer `dst` on `stream`, without waiting.
+
+    On CUDA, `host` should be pinned (`pinned_empty`) and must not change until the copy
+    is done (record an Event after it); other work must wait for that Event before
+    reading `dst`. On the CPU it is `copy_from_host` (a plain copy, `stream` ignored).
+    """
+    if device_of(dst) != CUDA or stream is None:
+        copy_from_host(dst, host)
+        return
+    # No casting or reordering here: a temporary could be freed while the DMA reads it.
+    if host.dtype != dst.dtype or host.shape != tuple(dst.shape) or \
+            not host.flags.c_contiguous:
+        raise ValueError(f"copy_from_host_async: expected a C-contiguous {dst.dtype} host "
+                         f"array of shape {tuple(dst.shape)}; received {host.dtype} "
+                         f"{host.shape}")
+    _cuda.copy_host_to_device(dst, host, stream)
 
 
 def to_host(a, out=None):

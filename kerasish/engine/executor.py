@@ -4,6 +4,8 @@ For a built Sequential model and a batch size, the executor allocates every buff
 step needs (input, activations, activation gradients, labels, per-row losses) once.
 A step then only copies the host batch in and runs kernels_numba ops: no allocation.
 Batches smaller than the planned size (the last partial batch) use row views.
+On CUDA the trainer feeds batches through two input slots instead (engine/feeder.py):
+their copies are issued ahead on a copy stream and a step only waits for its own.
 
 Activation gradients ping-pong between two flat buffers: while walking backward only
 the gradient of a layer's output and of its input are alive at once. Layers that
@@ -33,11 +35,11 @@ def _rows_view(buf, n):
 class Step:
     """Views of every buffer for one concrete batch size n."""
 
-    def __init__(self, ex, n):
+    def __init__(self, ex, n, slot=0):
         self.n = n
         shapes = ex.act_shapes
         self.acts = [None] * len(shapes)
-        self.acts[0] = _rows_view(ex.x, n)
+        self.acts[0] = _rows_view(ex.x_slots[slot], n)
         for i, layer in enumerate(ex.layers):
             shape = (n, *shapes[i + 1][1:])
             if getattr(layer, "aliases_input", False):
@@ -51,7 +53,7 @@ class Step:
                         enumerate(ex.layers)]
         if ex.mode == PREDICT:
             return
-        self.y_true = _rows_view(ex.y_true, self.rows)
+        self.y_true = _rows_view(ex.y_slots[slot], self.rows)
         self.per_row = _rows_view(ex.per_row, self.rows)
         self.loss_scratch = {k: _rows_view(v, self.rows) for k, v in ex.loss_scratch.items()}
         if ex.mode == TRAIN:
@@ -98,6 +100,8 @@ class Executor:
         out_shape = (b, *self.act_shapes[-1][1:])
         rows = int(np.prod(out_shape[:-1], dtype=np.int64))
         self.steps = {}
+        self.x_slots, self.y_slots = [self.x], []  # input slots (2 once a feeder exists)
+        self._feeder = None
         if mode == PREDICT:
             return
         loss = model.loss
@@ -105,6 +109,7 @@ class Executor:
             self.y_true = empty((rows,), np.int32, dev)
         else:
             self.y_true = empty((rows, out_shape[-1]), np.float32, dev)
+        self.y_slots.append(self.y_true)
         self.per_row = empty((rows,), np.float32, dev)
         self.loss_scratch = {k: empty(shape, dt, dev) for k, (shape, dt) in
                              loss.scratch_shapes(rows, out_shape[-1]).items()}
@@ -112,20 +117,44 @@ class Executor:
             biggest = max(_bytes((b, *s[1:])) for s in self.act_shapes) // 4
             self.grad_flats = [empty((biggest,), np.float32, dev) for _ in range(2)]
 
-    def step(self, n):
-        """Cached views for batch size n (at most two sizes per epoch)."""
-        s = self.steps.get(n)
+    def step(self, n, slot=0):
+        """Cached views for batch size n and input slot (at most 2 sizes x 2 slots)."""
+        s = self.steps.get((n, slot))
         if s is None:
             if n > self.batch_size:
                 raise ValueError(f"batch of {n} samples exceeds the planned batch size "
                                  f"{self.batch_size}")
-            s = self.steps[n] = Step(self, n)
+            s = self.steps[(n, slot)] = Step(self, n, slot)
         return s
+
+    def feeder(self):
+        """The double-buffered async input of this executor (created once; CUDA path)."""
+        if self._feeder is None:
+            from kerasish.engine.feeder import DeviceFeeder
+
+            self._feeder = DeviceFeeder(self)
+        return self._feeder
 
     def load(self, s, x, y=None):
         kernels_numba.copy_from_host(s.acts[0], x)
         if y is not None:
             kernels_numba.copy_from_host(s.y_true, y)
+
+    def _begin(self, x, y):
+        """Views for this batch, its input on the device: a Staged batch (feeder) only
+        makes the compute stream wait for its copy; a host batch is copied now."""
+        if hasattr(x, "slot"):
+            s = self.step(x.n, x.slot)
+            x.wait()
+            return s
+        s = self.step(len(x))
+        self.load(s, x, y)
+        return s
+
+    @staticmethod
+    def _end(x):
+        if hasattr(x, "slot"):
+            x.release()
 
     def forward(self, s, training):
         for layer, x, y in s.forward:
@@ -135,20 +164,24 @@ class Executor:
     def train_step(self, x, y):
         """Forward, loss, backward and optimizer update for one host batch."""
         model = self.model
-        s = self.step(len(x))
-        self.load(s, x, y)
-        self.forward(s, True)
-        self._loss_and_metrics(s)
-        model.loss.backward(s.dy_pred, s.y_pred, s.y_true, 1.0 / s.rows, s.loss_scratch)
-        for layer, dx, dy, xin, yout in s.backward:
-            layer.backward(dx, dy, xin, yout)
-        model.optimizer.apply(model._trainable_variables)
+        s = self._begin(x, y)
+        try:
+            self.forward(s, True)
+            self._loss_and_metrics(s)
+            model.loss.backward(s.dy_pred, s.y_pred, s.y_true, 1.0 / s.rows, s.loss_scratch)
+            for layer, dx, dy, xin, yout in s.backward:
+                layer.backward(dx, dy, xin, yout)
+            model.optimizer.apply(model._trainable_variables)
+        finally:
+            self._end(x)
 
     def test_step(self, x, y):
-        s = self.step(len(x))
-        self.load(s, x, y)
-        self.forward(s, False)
-        self._loss_and_metrics(s)
+        s = self._begin(x, y)
+        try:
+            self.forward(s, False)
+            self._loss_and_metrics(s)
+        finally:
+            self._end(x)
 
     def predict_step(self, x):
         s = self.step(len(x))
