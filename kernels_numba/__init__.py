@@ -12,6 +12,11 @@ import os
 # the next BLAS call needs (measured: conv fwd+bwd 2x slower on 2 cores).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from kernels_numba import _blas  # noqa: E402
+
+# OpenBLAS at one thread per call; kernels_numba.cpu.gemm splits GEMMs itself.
+BLAS_THREADS = _blas.configure()
+
 from kernels_numba import ops  # noqa: E402,F401
 from kernels_numba.device import (  # noqa: E402,F401
     CPU,

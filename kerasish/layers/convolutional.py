@@ -54,6 +54,7 @@ class Conv2D(Layer):
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
         self._workspaces = {}
+        self._columns_ready = False
 
     def build(self, input_shape):
         self.kernel = self.add_weight(
@@ -99,6 +100,8 @@ class Conv2D(Layer):
     def forward(self, y, x, training):
         b = self.bias.value if self.use_bias else None
         ws = self._workspace(x.shape[0])
+        # The forward's im2col columns stay in the workspace for backward-filter.
+        self._columns_ready = bool(training)
         kw = {"strides": self.strides, "padding": self.padding}
         if self.activation in activations.FUSABLE:
             ops.conv2d_forward(y, x, self.kernel.value, b, ws, activation=self.activation, **kw)
@@ -118,7 +121,8 @@ class Conv2D(Layer):
         kw = {"strides": self.strides, "padding": self.padding}
         if self.trainable:
             ops.conv2d_backward_filter(self.kernel.grad, self.bias.grad if self.use_bias else None,
-                                       dy, x, ws, **kw)
+                                       dy, x, ws, columns_ready=self._columns_ready, **kw)
+        self._columns_ready = False  # backward-data overwrites the workspace
         if dx is not None:
             ops.conv2d_backward_data(dx, dy, self.kernel.value, ws, **kw)
 

@@ -91,8 +91,14 @@ def _forward_serial(y, x, code, alpha):
         y[i] = act_forward_scalar(x[i], code, alpha)
 
 
+# ReLU gets its own loop in the parallel twins: with the kind switch inside the
+# element loop LLVM does not vectorize it (relu backward 0.52 -> 0.17 ms at 0.5M).
 @numba.njit(parallel=True, cache=True)
 def _forward_parallel(y, x, code, alpha):
+    if code == RELU:
+        for i in numba.prange(x.size):
+            y[i] = x[i] if x[i] > _ZERO else _ZERO
+        return
     for i in numba.prange(x.size):
         y[i] = act_forward_scalar(x[i], code, alpha)
 
@@ -105,6 +111,10 @@ def _backward_serial(dx, dy, s, code, alpha):
 
 @numba.njit(parallel=True, cache=True)
 def _backward_parallel(dx, dy, s, code, alpha):
+    if code == RELU:
+        for i in numba.prange(dy.size):
+            dx[i] = dy[i] if s[i] > _ZERO else _ZERO
+        return
     for i in numba.prange(dy.size):
         dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
 

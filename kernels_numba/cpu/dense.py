@@ -1,32 +1,19 @@
 """CPU twins of kernels_numba.ops.dense (validated arguments only).
 
-GEMMs go to NumPy's BLAS (np.matmul with out=, transposed operands as views, which
-BLAS takes as transpose flags). NumPy has no accumulating GEMM, so beta != 0
-computes the product into a per-thread scratch buffer that is kept and reused:
-no allocation once it has grown to the largest product (a second BLAS library,
-e.g. SciPy's, would fight NumPy's for the cores). Bias + activation run as one
-njit pass after the product (parallel over rows for large outputs).
+GEMMs go through kernels_numba.cpu.gemm (NumPy's BLAS on output blocks, in
+parallel; transposed operands are views, which BLAS takes as transpose flags).
+Bias + activation run as one njit pass after the product (parallel over rows for
+large outputs).
 """
-
-import threading
 
 import numba
 import numpy as np
 
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, act_forward_scalar
+from kernels_numba.cpu.gemm import gemm, product_scratch
 from kernels_numba.ops.activation import KIND_CODES
 
-_local = threading.local()
 _NO_BIAS = np.zeros(1, np.float32)
-
-
-def _scratch(shape):
-    """A float32 view of `shape` into this thread's reusable scratch (grows, never shrinks)."""
-    size = int(np.prod(shape))
-    buf = getattr(_local, "buf", None)
-    if buf is None or buf.size < size:
-        buf = _local.buf = np.empty(max(size, 1), np.float32)
-    return buf[:size].reshape(shape)
 
 
 @numba.njit(cache=True)
@@ -69,21 +56,22 @@ def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     op_a = a.T if trans_a else a
     op_b = b.T if trans_b else b
     if beta == 0:
-        np.matmul(op_a, op_b, out=c)  # BLAS with beta=0: old c (even NaN) is never read
+        gemm(c, op_a, op_b)  # the old c (even NaN) is never read
         if alpha != 1:
             c *= alpha
         return
-    prod = _scratch(c.shape)
-    np.matmul(op_a, op_b, out=prod)
-    if alpha != 1:
-        prod *= alpha
-    if beta != 1:
-        c *= beta
+    if alpha == 1 and beta == 1:
+        gemm(c, op_a, op_b, accumulate=True)
+        return
+    prod = product_scratch(c.shape)
+    gemm(prod, op_a, op_b)
+    prod *= alpha
+    c *= beta
     c += prod
 
 
 def dense_forward(y, x, w, b=None, *, activation="linear"):
-    np.matmul(x, w, out=y)
+    gemm(y, x, w)
     code = KIND_CODES[activation]
     if (b is not None or code != KIND_CODES["linear"]) and y.size:
         bias = _NO_BIAS if b is None else b
@@ -94,7 +82,7 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
 
 def dense_backward(dx, dw, db, dy, x, w):
     if dx is not None:
-        np.matmul(dy, w.T, out=dx)
-    matmul(dw, x, dy, trans_a=True, beta=1.0)
+        gemm(dx, dy, w.T)
+    gemm(dw, x.T, dy, accumulate=True)
     if db is not None and dy.size:
         _add_column_sums(db, dy)

@@ -168,11 +168,17 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
     launch(_col2im_kernel, grid, block, dx, dcol, *geom)
 
 
-def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid"):
+def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
+                           columns_ready=False):
     m, k, f, geom, pointwise = _geometry(x.shape, dw.shape, strides, padding)
     if m == 0:
         return
-    col = x.reshape(m, k) if pointwise else _im2col(workspace, x, m, k, geom)
+    if pointwise:
+        col = x.reshape(m, k)
+    elif columns_ready:
+        col = workspace[: m * k].reshape(m, k)
+    else:
+        col = _im2col(workspace, x, m, k, geom)
     dy2 = dy.reshape(m, f)
     matmul(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0)
     if db is not None:

@@ -153,8 +153,13 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
     fn(dx, dy, w, workspace, strides=strides, padding=padding)
 
 
-def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid"):
+def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
+                           columns_ready=False):
     """dw += d/dw, db += d/db of conv2d applied to dy (both accumulate).
+
+    conv2d_forward leaves the column matrix of x in the workspace; pass
+    columns_ready=True when nothing has written the workspace since the forward of
+    this same x (conv2d_backward_data does), to skip rebuilding it.
 
     Args:
         dw: (KH, KW, C, F) float32, accumulated.
@@ -172,7 +177,10 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
         _check.array(op, "db", db, shape=(w_shape[3],))
     _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
     fn = impl(op, FAMILY, dw=dw, db=db, dy=dy, x=x, workspace=workspace)
-    fn(dw, db, dy, x, workspace, strides=strides, padding=padding)
+    if not isinstance(columns_ready, bool):
+        raise TypeError(f"{op}: expected columns_ready to be a bool; received "
+                        f"{type(columns_ready).__name__}")
+    fn(dw, db, dy, x, workspace, strides=strides, padding=padding, columns_ready=columns_ready)
 
 
 def conv2d_output_shape_for(op, x_shape, w_shape, strides, padding):
