@@ -3,11 +3,16 @@ what was expected and what was received, before any kernel could write out of bo
 
 import numpy as np
 
-from kernels_numba.device import device_of
+from kernels_numba.device import CPU, device_of
 
 
 def array(op, name, a, shape=None, dtype=np.float32, ndim=None):
     """Check one buffer: a C-contiguous array of `dtype` with `shape` (None entries = any)."""
+    # Fast path for a valid NumPy buffer (every op call checks several: keep it cheap).
+    if type(a) is np.ndarray and a.flags.c_contiguous and (dtype is None or a.dtype == dtype):
+        got = a.shape
+        if (ndim is None or len(got) == ndim) and (shape is None or _matches(shape, got)):
+            return got
     try:
         device_of(a)
     except TypeError as exc:
@@ -27,6 +32,15 @@ def array(op, name, a, shape=None, dtype=np.float32, ndim=None):
     return got
 
 
+def _matches(shape, got):
+    if len(shape) != len(got):
+        return False
+    for e, g in zip(shape, got):
+        if e is not None and e != g:
+            return False
+    return True
+
+
 def _c_contiguous(a):
     flags = getattr(a, "flags", None)
     if flags is not None:
@@ -36,6 +50,8 @@ def _c_contiguous(a):
 
 def same_device(op, **arrays):
     """The common device of all arrays; ValueError naming them when they differ."""
+    if all(a is None or type(a) is np.ndarray for a in arrays.values()):
+        return CPU  # fast path: the CPU twins' usual case
     devices = {name: device_of(a) for name, a in arrays.items() if a is not None}
     if len(set(devices.values())) > 1:
         listed = ", ".join(f"{n}={d}" for n, d in devices.items())

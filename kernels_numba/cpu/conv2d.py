@@ -3,7 +3,7 @@
 The column matrix col (M = N*Ho*Wo, K = KH*KW*C) has columns ordered (kh, kw, c),
 so w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
   forward:          y(M, F)   = col @ w
-  backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (a gather, race-free)
+  backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (per-sample scatter)
   backward-filter:  dw(K, F) += col.T @ dy
 A 1x1, stride-1 convolution skips im2col: col is x itself. A one-channel input
 stores col transposed, (K, M), which is much faster to build (see
@@ -62,6 +62,11 @@ def _im2col_t_single_channel(col_t, x, kh, kw, sh, sw, pt, pl, ho, wo):
             if ih < 0 or ih >= h:
                 for ow in range(wo):
                     col_t[t, d + ow] = 0.0
+            elif row_inside and sw == 1:  # a plain copy: vectorizes
+                src = x[b, ih, j - pl: j - pl + wo]
+                dst = col_t[t, d: d + wo]
+                for ow in range(wo):
+                    dst[ow] = src[ow]
             elif row_inside:
                 for ow in range(wo):
                     col_t[t, d + ow] = x[b, ih, ow * sw + j - pl]
@@ -81,27 +86,26 @@ def window_range(i, k, s, pad, out):
 
 @numba.njit(parallel=True, cache=True)
 def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
-    # Gather: each dx pixel sums the column entries that read it (overwrites dx).
-    # Iterating output positions (not taps) avoids per-tap divisions; the local
-    # accumulator lets the channel loop vectorize.
+    # Scatter, parallel over samples (each thread owns dx[b]: race-free, and the
+    # summation order is fixed): col is read once, in order, and the writes land in
+    # one sample's dx, which stays in cache (5.3 -> 1.2 ms for the seed CNN's conv2).
     n, h, w, c = dx.shape
-    for r in numba.prange(n * h):
-        b = r // h
-        ih = r - b * h
-        acc = np.empty(c, np.float32)
-        oh0, oh1 = window_range(ih, kh, sh, pt, ho)
-        for iw in range(w):
-            ow0, ow1 = window_range(iw, kw, sw, pl, wo)
-            acc[:] = 0.0
-            for oh in range(oh0, oh1):
-                i = ih + pt - oh * sh
-                for ow in range(ow0, ow1):
-                    m = (b * ho + oh) * wo + ow
-                    base = (i * kw + iw + pl - ow * sw) * c
-                    row = col[m, base:base + c]
-                    for ch in range(c):
-                        acc[ch] += row[ch]
-            dx[b, ih, iw, :] = acc
+    for b in numba.prange(n):
+        dx[b] = 0.0
+        for oh in range(ho):
+            for ow in range(wo):
+                m = (b * ho + oh) * wo + ow
+                for i in range(kh):
+                    ih = oh * sh - pt + i
+                    if ih < 0 or ih >= h:
+                        continue
+                    for j in range(kw):
+                        iw = ow * sw - pl + j
+                        if iw < 0 or iw >= w:
+                            continue
+                        base = (i * kw + j) * c
+                        for ch in range(c):
+                            dx[b, ih, iw, ch] += col[m, base + ch]
 
 
 @numba.njit(parallel=True, cache=True)

@@ -150,6 +150,44 @@ def _adagrad(w, g, accumulator, lr, epsilon, zero_grad):
         _adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad)
 
 
+# Serial twins for small tensors (biases): waking the thread pool costs more than the
+# update itself, and a step updates many small tensors.
+PARALLEL_MIN_SIZE = 1 << 15
+
+
+@numba.njit(cache=True)
+def _sgd_serial(w, g, velocity, lr, momentum, nesterov, use_velocity, zero_grad):
+    for i in range(w.size):
+        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, zero_grad)
+
+
+@numba.njit(cache=True)
+def _adam_serial(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay,
+                 zero_grad):
+    for i in range(w.size):
+        _adam_step(
+            w, g, m, v, i, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay, zero_grad
+        )
+
+
+@numba.njit(cache=True)
+def _rmsprop_serial(w, g, velocity, momentum_buf, average_grad, lr, rho, momentum, epsilon,
+                    centered, use_momentum, zero_grad):
+    for i in range(w.size):
+        _rmsprop_step(w, g, velocity, momentum_buf, average_grad, i, lr, rho, momentum,
+                      epsilon, centered, use_momentum, zero_grad)
+
+
+@numba.njit(cache=True)
+def _adagrad_serial(w, g, accumulator, lr, epsilon, zero_grad):
+    for i in range(w.size):
+        _adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad)
+
+
+def _pick(parallel, serial, w):
+    return parallel if w.size >= PARALLEL_MIN_SIZE else serial
+
+
 def _flat(a):
     return a.reshape(a.size)
 
@@ -157,7 +195,7 @@ def _flat(a):
 def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
     use_velocity = velocity is not None
     fw = _flat(w)
-    _sgd(
+    _pick(_sgd, _sgd_serial, w)(
         fw,
         _flat(g),
         _flat(velocity) if use_velocity else fw,
@@ -172,7 +210,7 @@ def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
 def adam_update(
     w, g, m, v, *, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay, zero_grad
 ):
-    _adam(
+    _pick(_adam, _adam_serial, w)(
         _flat(w),
         _flat(g),
         _flat(m),
@@ -191,7 +229,7 @@ def rmsprop_update(
 ):
     fw = _flat(w)
     use_momentum = momentum_buf is not None
-    _rmsprop(
+    _pick(_rmsprop, _rmsprop_serial, w)(
         fw,
         _flat(g),
         _flat(velocity),
@@ -208,4 +246,5 @@ def rmsprop_update(
 
 
 def adagrad_update(w, g, accumulator, *, lr, epsilon, zero_grad):
-    _adagrad(_flat(w), _flat(g), _flat(accumulator), lr, epsilon, zero_grad)
+    _pick(_adagrad, _adagrad_serial, w)(_flat(w), _flat(g), _flat(accumulator), lr, epsilon,
+                                        zero_grad)

@@ -197,3 +197,31 @@ def test_bad_arguments_name_the_op():
         TypeError, match="adagrad_update: expected lr to be a number; received 'fast'"
     ):
         ops.adagrad_update(z, z.copy(), z.copy(), lr="fast")
+
+
+def test_cpu_parallel_and_serial_twins_agree():
+    # Tensors from PARALLEL_MIN_SIZE elements up take the parallel loops; the per-element
+    # formula is the same, so both must give bit-identical results.
+    from kernels_numba.cpu import optim as cpu_optim
+
+    n = cpu_optim.PARALLEL_MIN_SIZE + 3
+    w0, g0, m0, v0 = (randn((n,), seed=s) for s in (41, 42, 43, 44))
+    v0 = np.abs(v0)
+    calls = {
+        "sgd": lambda f, w, g, m, v: f(w, g, m, np.float32(0.1), np.float32(0.9), True, True,
+                                       True),
+        "adam": lambda f, w, g, m, v: f(w, g, m, v, np.float32(1e-3), np.float32(0.1),
+                                        np.float32(1e-3), np.float32(1e-7), np.float32(0.0),
+                                        True),
+        "rmsprop": lambda f, w, g, m, v: f(w, g, v, m, w, np.float32(1e-3), np.float32(0.9),
+                                           np.float32(0.5), np.float32(1e-7), False, True, True),
+        "adagrad": lambda f, w, g, m, v: f(w, g, v, np.float32(1e-2), np.float32(1e-7), True),
+    }
+    for name, call in calls.items():
+        results = []
+        for fn in (getattr(cpu_optim, f"_{name}"), getattr(cpu_optim, f"_{name}_serial")):
+            bufs = [a.copy() for a in (w0, g0, m0, v0)]
+            call(fn, *bufs)
+            results.append(bufs)
+        for got, want in zip(*results):
+            np.testing.assert_array_equal(got, want, err_msg=name)
