@@ -10,14 +10,17 @@ cupy or torch when one is importable. Every result is checked before it is timed
 """
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout, uninstalled
 import kernels_numba as kn  # noqa: E402
 from kernels_numba import ops  # noqa: E402
 
@@ -37,17 +40,11 @@ def _time(fn, repeat, sync=None):
     return float(np.median(times))
 
 
-def _compare(ours, ref, repeat):
-    """Median seconds per call of two functions timed alternately (shared load drifts hit both)."""
-    ours()
-    ref()
-    t_ours, t_ref = [], []
-    for _ in range(repeat):
-        for fn, out in ((ours, t_ours), (ref, t_ref)):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    return float(np.median(t_ours)), float(np.median(t_ref))
+def _numpy_reference(repeat):
+    """NumPy's timings from a process without kernels_numba (its BLAS threads as usual)."""
+    out = subprocess.run([sys.executable, "-m", "benchmarks.numpy_reference", "--repeat",
+                          str(repeat)], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
 
 
 def _check(name, got, expected, rtol=1e-4):
@@ -62,8 +59,10 @@ def _row(name, times, ref_name="numpy"):
           f"speed {ref / ours:5.2f}x")
 
 
-def bench_cpu(repeat, n=64, f_in=784, f_out=256):
-    print(f"CPU ({os.cpu_count()} cores), x ({n}x{f_in}) w ({f_in}x{f_out}):")
+def bench_cpu(repeat, rounds=3, n=64, f_in=784, f_out=256):
+    print(f"CPU ({os.cpu_count()} cores; kernels_numba BLAS: {kn.BLAS_THREADS}), "
+          f"x ({n}x{f_in}) w ({f_in}x{f_out}); NumPy timed in its own process, "
+          f"median of {rounds} alternating rounds:")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, f_in)).astype(np.float32)
     w = (rng.standard_normal((f_in, f_out)) * 0.05).astype(np.float32)
@@ -76,30 +75,32 @@ def bench_cpu(repeat, n=64, f_in=784, f_out=256):
 
     ops.matmul(y, x, w)
     _check("matmul", y, x @ w)
-    _row("matmul  y = x @ w", _compare(lambda: ops.matmul(y, x, w), lambda: x @ w, repeat))
-
     ops.dense_forward(y, x, w, b, activation="relu")
     _check("dense_forward", y, np.maximum(x @ w + b, 0))
-    _row("dense_forward relu(x @ w + b)",
-         _compare(lambda: ops.dense_forward(y, x, w, b, activation="relu"),
-                  lambda: np.maximum(x @ w + b, 0), repeat))
-
-    def numpy_backward():
-        g = dy @ w.T
-        dw[...] += x.T @ dy
-        db[...] += dy.sum(axis=0)
-        return g
-
     dw0, db0 = dw.copy(), db.copy()
     ops.dense_backward(dx, dw, db, dy, x, w)
     _check("dense_backward dx", dx, dy @ w.T)
     _check("dense_backward dw", dw, dw0 + x.T @ dy)
     _check("dense_backward db", db, db0 + dy.sum(axis=0))
-    _row("dense_backward (dx, dw+=, db+=)",
-         _compare(lambda: ops.dense_backward(dx, dw, db, dy, x, w), numpy_backward, repeat))
-    _row("matmul  dw += x.T @ dy (beta=1)",
-         _compare(lambda: ops.matmul(dw, x, dy, trans_a=True, beta=1.0),
-                  lambda: np.add(dw, x.T @ dy, out=dw), repeat))
+
+    cases = {
+        "matmul": ("matmul  y = x @ w", lambda: ops.matmul(y, x, w)),
+        "dense_forward": ("dense_forward relu(x @ w + b)",
+                          lambda: ops.dense_forward(y, x, w, b, activation="relu")),
+        "dense_backward": ("dense_backward (dx, dw+=, db+=)",
+                           lambda: ops.dense_backward(dx, dw, db, dy, x, w)),
+        "matmul_acc": ("matmul  dw += x.T @ dy (beta=1)",
+                       lambda: ops.matmul(dw, x, dy, trans_a=True, beta=1.0)),
+    }
+    ours = {key: [] for key in cases}
+    ref = {key: [] for key in cases}
+    for _ in range(rounds):
+        for key, (_, fn) in cases.items():
+            ours[key].append(_time(fn, repeat))
+        for key, seconds in _numpy_reference(repeat).items():
+            ref[key].append(seconds)
+    for key, (label, _) in cases.items():
+        _row(label, (float(np.median(ours[key])), float(np.median(ref[key]))))
 
 
 def _cublas():

@@ -3,6 +3,7 @@ Keras-style Sequences (see kerasish.data for the protocol)."""
 
 import numpy as np
 
+from kerasish import random as kerasish_random
 from kerasish.data.loader import DataLoader, _check_int, background
 
 __all__ = ["GeneratorAdapter", "SequenceAdapter", "make_loader"]
@@ -70,7 +71,7 @@ class SequenceAdapter:
         self.shuffle = bool(shuffle)
         self.prefetch = _check_int("make_loader", "prefetch", prefetch, 0)
         self.num_batches = n
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(kerasish_random.new_seed() if seed is None else seed)
 
     def __len__(self):
         return self.num_batches

@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from kerasish import random as kerasish_random
+
 __all__ = ["DataLoader", "background"]
 
 _POLL_S = 0.05  # how often a blocked put/get re-checks the stop event / the worker
@@ -143,7 +145,8 @@ class DataLoader:
         transform: `f(x_batch, y_batch) -> (x_batch, y_batch)`, run per batch in the
             worker (see kerasish.data.transforms).
         prefetch: batches prepared ahead; 0 prepares each batch on demand, no thread.
-        seed: int seed of the shuffling (None: unpredictable).
+        seed: int seed of the shuffling (None: drawn from kerasish's shared generator,
+            so `kerasish.utils.set_random_seed` makes the order reproducible).
 
     Raises:
         ValueError: empty data, x/y length mismatch, batch_size <= 0, prefetch < 0, or
@@ -174,7 +177,7 @@ class DataLoader:
         self.transform = transform
         self.seed = seed
         self.epoch = 0  # epochs started
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(kerasish_random.new_seed() if seed is None else seed)
 
     def __len__(self):
         if self.drop_remainder:
