@@ -1,15 +1,16 @@
-"""Run NumPy's OpenBLAS single-threaded: the CPU twins split GEMMs across threads themselves.
+"""NumPy's OpenBLAS at one thread per call, and its cblas_sgemm for kernels_numba.cpu.gemm.
 
 OpenBLAS's own threading synchronises its workers inside every call by spinning and
 yielding, and keeps them spinning ~0.1 s after it; numba's parallel loops between two
 GEMMs then wait for a core, and on a 2-core machine with one other busy process a
-CNN training step ran 7-20x slower (kernels_numba/cpu/gemm.py has the numbers).
-So the loaded OpenBLAS is set to one thread through its exported C function, and
-kernels_numba.cpu.gemm runs one BLAS call per output block on its own threads.
+CNN training step ran 7-20x slower. So the loaded OpenBLAS is set to one thread
+through its exported C function, and kernels_numba.cpu.gemm runs one cblas_sgemm per
+block of the product on numba's threads (one pool for all CPU work, nothing spins).
 
 This changes NumPy's BLAS for the whole process (a matmul in user code runs on one
 core too). KERNELS_NUMBA_BLAS=native keeps BLAS's own threading (then every GEMM is
-one np.matmul call). A BLAS that is not OpenBLAS (MKL, Accelerate) is left alone.
+one np.matmul call). A BLAS other than OpenBLAS (MKL, Accelerate), or an OpenBLAS
+without these exports, is left alone.
 """
 
 import ctypes
@@ -19,7 +20,10 @@ import re
 MODE_VAR = "KERNELS_NUMBA_BLAS"
 _SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
                 "openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
-_state = {"single": False, "report": "not configured"}
+# cblas_sgemm under the names NumPy's OpenBLAS builds export; "64_" ones take int64 sizes.
+_SGEMM = ("cblas_sgemm", "scipy_cblas_sgemm64_", "cblas_sgemm64_", "scipy_cblas_sgemm")
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+_state = {"sgemm": None, "int_bits": 32, "report": "not configured"}
 
 
 def _loaded_openblas():
@@ -32,31 +36,67 @@ def _loaded_openblas():
     return sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", text)))
 
 
+def _find(lib, names):
+    for name in names:
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            return name, fn
+    return None, None
+
+
+def _bind_sgemm(name, fn):
+    _state["int_bits"] = 64 if "64" in name else 32
+    # Pointers are declared as size_t: numba passes addresses as integers, and both
+    # travel in the same 64-bit registers.
+    size = ctypes.c_int64 if "64" in name else ctypes.c_int
+    ptr = ctypes.c_size_t
+    fn.restype = None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, size, size, size,
+                   ctypes.c_float, ptr, size, ptr, size, ctypes.c_float, ptr, size]
+    return fn
+
+
 def configure():
-    """Set OpenBLAS to one thread unless told not to; returns what was done."""
+    """Set OpenBLAS to one thread and bind cblas_sgemm, unless told not to."""
     import numpy  # noqa: F401  (loads the BLAS whose threads we set)
 
     mode = os.environ.get(MODE_VAR, "split")
     if mode not in ("split", "native"):
         raise ValueError(f"{MODE_VAR}: expected 'split' or 'native'; received {mode!r}")
     if mode == "native":
-        _state.update(single=False, report="native: BLAS threads itself")
+        _state.update(sgemm=None, report="native: BLAS threads itself")
         return _state["report"]
     for path in _loaded_openblas():
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for name in _SET_THREADS:
-            setter = getattr(lib, name, None)
-            if setter is not None:
-                setter(1)
-                _state.update(single=True, report=f"split: {os.path.basename(path)} at 1 thread")
-                return _state["report"]
-    _state.update(single=False, report="native: no OpenBLAS thread control found")
+        _, set_threads = _find(lib, _SET_THREADS)
+        sgemm_name, sgemm = _find(lib, _SGEMM)
+        if set_threads is not None and sgemm is not None:
+            set_threads(1)
+            _state.update(sgemm=_bind_sgemm(sgemm_name, sgemm),
+                          report=f"split: {os.path.basename(path)} at 1 thread, {sgemm_name}")
+            return _state["report"]
+    _state.update(sgemm=None, report="native: no OpenBLAS thread control found")
     return _state["report"]
 
 
-def single_threaded():
-    """True when BLAS runs one thread per call and GEMMs are split by kernels_numba."""
-    return _state["single"]
+def sgemm_function():
+    """The bound cblas_sgemm (ctypes), or None when GEMMs are left to np.matmul."""
+    return _state["sgemm"]
+
+
+def sgemm_int_bits():
+    """Width of the bound cblas_sgemm's integer arguments (64 for ILP64 builds)."""
+    return _state["int_bits"]
+
+
+def operand(a):
+    """(transpose flag, leading dimension) of a 2-D float32 view BLAS reads in place, or None."""
+    s0, s1 = a.strides
+    if s1 == 4 and s0 >= 4 * max(a.shape[1], 1):
+        return NO_TRANS, s0 // 4
+    if s0 == 4 and s1 >= 4 * max(a.shape[0], 1):
+        return TRANS, s1 // 4
+    return None

@@ -1,132 +1,157 @@
-"""The CPU twins' GEMM: single-threaded BLAS calls on disjoint output blocks, in parallel.
+"""The CPU twins' GEMM: single-threaded cblas_sgemm calls on blocks of the product, run
+in parallel on numba's threads.
 
-Why not let BLAS thread itself: OpenBLAS's workers synchronise inside every call by
-spinning and yielding, and spin on after it, so between two GEMMs numba's parallel
-loops wait for a core; on a 2-core machine with any other busy process the
-reference CNN step went from 25 ms to 170-490 ms. Here OpenBLAS runs one thread per
-call (kernels_numba._blas sets that) and we split the output C into one block per
-thread, rows or columns, whichever dimension is larger: each block is a plain BLAS
-call on views (no copies), the only synchronisation is one join per GEMM, and each C
-element is computed by one call over the full K, so results do not depend on timing.
+Why not let BLAS thread itself: see kernels_numba/_blas.py (OpenBLAS's spinning workers
+and numba's loops fought for the cores; under any other load a CNN step took 7-20x
+longer). Here the product is cut into one block per thread: rows of C, columns of C
+when C is wide, or, for weight gradients (small C, long K), slices of K whose partial
+products are added in a fixed order. Each block is one BLAS call on the operands in
+place (transposed views are BLAS transpose flags, no copies), issued from a numba
+prange, so all CPU parallelism uses numba's one pool (~15 us per parallel region,
+against ~40 us for a Python thread handoff) and nothing spins between calls. Every
+element of C is computed the same way whatever the timing: results are reproducible.
 
-When the BLAS's thread count cannot be set (not OpenBLAS), every GEMM is one
-np.matmul call and the BLAS threads itself as before.
+Without a bound cblas_sgemm (KERNELS_NUMBA_BLAS=native, or not OpenBLAS) every GEMM is
+one np.matmul call and the BLAS threads itself.
 """
 
+import ctypes
 import threading
-from concurrent.futures import ThreadPoolExecutor, wait
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from kernels_numba import _blas
+from kernels_numba._blas import NO_TRANS
 
-# Names of the persistent pool threads (idle between GEMMs; joined at exit).
-THREAD_PREFIX = "kernels_numba-gemm"
-
-# Below this many multiply-adds a thread handoff (~20 us) costs more than it saves.
+# Below this many multiply-adds one call on the caller's thread beats a parallel region.
 SPLIT_MIN_MACS = 1 << 20
+ROWS, COLUMNS, REDUCTION = 0, 1, 2
 
 _local = threading.local()
-_pool = {"size": 0, "executor": None}
-_pool_lock = threading.Lock()
-# One split GEMM at a time: a pool thread's partial product must not be overwritten
-# by another caller's block before this caller has added it.
-_gemm_lock = threading.Lock()
 
 
-def _thread_buffer(name, shape):
-    """A float32 view of `shape` into this thread's reusable buffer `name` (grows only)."""
-    size = int(np.prod(shape))
+def _thread_buffer(name, size):
+    """A 1-D float32 view of `size` into this thread's reusable buffer `name` (grows only)."""
     buf = getattr(_local, name, None)
     if buf is None or buf.size < size:
         buf = np.empty(max(size, 1), np.float32)
         setattr(_local, name, buf)
-    return buf[:size].reshape(shape)
+    return buf[:size]
 
 
 def product_scratch(shape):
     """This thread's reusable float32 scratch for a product (for callers of gemm)."""
-    return _thread_buffer("product", shape)
+    return _thread_buffer("product", int(np.prod(shape))).reshape(shape)
 
 
-def _block(c, a, b, accumulate):
+@intrinsic
+def _sgemm_at(typingctx, address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, int_marker):
+    """Call the cblas_sgemm at `address` (row-major, alpha 1); BLAS ints are as wide as
+    `int_marker` (int32: LP64, int64: ILP64). Taking the address as an argument keeps
+    the compiled code free of pointers fixed at import, so it is cached on disk."""
+    sig = types.void(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, int_marker)
+
+    def codegen(context, builder, signature, args):
+        i32, ptr, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+        size = ir.IntType(signature.args[-1].bitwidth)
+        kinds = [i32, i32, size, size, size, ptr, size, ptr, size, f32, ptr, size]
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, size, size, size, f32, ptr,
+                                               size, ptr, size, f32, ptr, size])
+        values = []
+        for value, ty, kind in zip(args[1:-1], signature.args[1:-1], kinds):
+            target = {i32: types.int32, ptr: types.uint64, f32: types.float32}.get(
+                kind, signature.args[-1])
+            values.append(context.cast(builder, value, ty, target))
+        order = ir.Constant(i32, _blas.ROW_MAJOR)
+        one = ir.Constant(f32, 1.0)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        builder.call(fn, [order, values[0], values[1], values[2], values[3], values[4], one,
+                          *values[5:]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _split(address, a, b, c, partials, ta, tb, lda, ldb, ldc, m, n, k, beta, parts, how,
+           int_marker):
+    for p in numba.prange(parts):
+        if how == ROWS:
+            r0, r1 = m * p // parts, m * (p + 1) // parts
+            a_off = r0 * lda if ta == NO_TRANS else r0
+            _sgemm_at(address, ta, tb, r1 - r0, n, k, a + 4 * a_off, lda, b, ldb, beta,
+                      c + 4 * r0 * ldc, ldc, int_marker)
+        elif how == COLUMNS:
+            q0, q1 = n * p // parts, n * (p + 1) // parts
+            b_off = q0 if tb == NO_TRANS else q0 * ldb
+            _sgemm_at(address, ta, tb, m, q1 - q0, k, a, lda, b + 4 * b_off, ldb, beta,
+                      c + 4 * q0, ldc, int_marker)
+        else:
+            k0, k1 = k * p // parts, k * (p + 1) // parts
+            a_off = k0 if ta == NO_TRANS else k0 * lda
+            b_off = k0 * ldb if tb == NO_TRANS else k0
+            if p == 0:  # block 0 goes to C itself (with beta), the others to partials
+                _sgemm_at(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
+                          ldb, beta, c, ldc, int_marker)
+            else:
+                _sgemm_at(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
+                          ldb, 0.0, partials + 4 * (p - 1) * m * n, n, int_marker)
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _add_partials(c, partials):
+    # Fixed order p = 1, 2, ... for every element: the sum does not depend on timing.
+    m, n = c.shape
+    for i in numba.prange(m):
+        for p in range(partials.shape[0]):
+            for j in range(n):
+                c[i, j] += partials[p, i, j]
+
+
+_SGEMM = _blas.sgemm_function()
+if _SGEMM is not None:
+    _ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
+    _INT_MARKER = np.int64(0) if _blas.sgemm_int_bits() == 64 else np.int32(0)
+
+
+def _fallback(c, a, b, accumulate):
     if not accumulate:
         np.matmul(a, b, out=c)  # beta = 0: the old c (even NaN) is never read
         return
-    prod = _thread_buffer("block", c.shape)
+    prod = _thread_buffer("fallback", c.size).reshape(c.shape)
     np.matmul(a, b, out=prod)
     c += prod
 
 
-def _partial(a, b):
-    out = _thread_buffer("block", (a.shape[0], b.shape[1]))
-    np.matmul(a, b, out=out)
-    return out
-
-
-def _executor(workers):
-    with _pool_lock:
-        if _pool["size"] != workers:
-            if _pool["executor"] is not None:
-                _pool["executor"].shutdown(wait=True)
-            _pool["executor"] = ThreadPoolExecutor(workers, thread_name_prefix=THREAD_PREFIX)
-            _pool["size"] = workers
-        return _pool["executor"]
-
-
-def _cuts(size, parts):
-    return [size * i // parts for i in range(parts + 1)]
-
-
-def _blocks(c, a, b, parts):
-    """Disjoint blocks of c: rows, or columns when c is wide."""
-    m, n = c.shape
-    if m >= n:
-        cuts = _cuts(m, parts)
-        return [(c[r0:r1], a[r0:r1], b) for r0, r1 in zip(cuts, cuts[1:])]
-    cuts = _cuts(n, parts)
-    return [(c[:, c0:c1], a, b[:, c0:c1]) for c0, c1 in zip(cuts, cuts[1:])]
-
-
-def _split_output(c, a, b, accumulate, parts):
-    blocks = _blocks(c, a, b, parts)
-    futures = [_executor(parts - 1).submit(_block, *blk, accumulate) for blk in blocks[1:]]
-    try:
-        _block(*blocks[0], accumulate)
-    finally:
-        wait(futures)  # no worker may still write into c once we return or raise
-    for f in futures:
-        f.result()  # re-raises a worker's exception here
-
-
-def _split_reduction(c, a, b, accumulate, parts):
-    # Weight gradients (c small, K = batch*pixels huge): splitting c would make every
-    # thread stream all of a or b; split K instead and add the partial products in a
-    # fixed order, so the sum does not depend on timing.
-    cuts = _cuts(a.shape[1], parts)
-    blocks = [(a[:, k0:k1], b[k0:k1]) for k0, k1 in zip(cuts, cuts[1:])]
-    futures = [_executor(parts - 1).submit(_partial, *blk) for blk in blocks[1:]]
-    try:
-        _block(c, *blocks[0], accumulate)
-    finally:
-        wait(futures)
-    for f in futures:
-        c += f.result()
-
-
 def gemm(c, a, b, *, accumulate=False):
     """c = a @ b, or c += a @ b; a and b may be transposed views (BLAS flags, no copy)."""
-    if c.size == 0:
-        return
     m, n = c.shape
     k = a.shape[1]
-    threads = numba.get_num_threads() if _blas.single_threaded() else 1
-    if threads < 2 or m * n * k < SPLIT_MIN_MACS:
-        _block(c, a, b, accumulate)
+    if c.size == 0:
         return
-    with _gemm_lock:
-        if k > 4 * max(m, n):
-            _split_reduction(c, a, b, accumulate, min(threads, k))
-        else:
-            _split_output(c, a, b, accumulate, min(threads, max(m, n)))
+    op_a, op_b = _blas.operand(a), _blas.operand(b)
+    if (_SGEMM is None or k == 0 or op_a is None or op_b is None or c.strides[1] != 4
+            or c.strides[0] < 4 * n):
+        _fallback(c, a, b, accumulate)
+        return
+    (ta, lda), (tb, ldb) = op_a, op_b
+    ldc, beta = c.strides[0] // 4, 1.0 if accumulate else 0.0
+    a_ptr, b_ptr, c_ptr = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    threads = numba.get_num_threads()
+    if threads < 2 or m * n * k < SPLIT_MIN_MACS:
+        _SGEMM(_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc)
+        return
+    if k > 4 * max(m, n):
+        parts = min(threads, k)
+        partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
+        _split(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb, ldc,
+               m, n, k, beta, parts, REDUCTION, _INT_MARKER)
+        _add_partials(c, partials)
+        return
+    how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
+    _split(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k, beta, parts, how,
+           _INT_MARKER)

@@ -1,7 +1,5 @@
-"""kernels_numba.cpu.gemm: the CPU twins' GEMM that splits the output into blocks run
-in parallel on single-threaded BLAS; checked against float64 products."""
-
-import threading
+"""kernels_numba.cpu.gemm: the CPU twins' GEMM, split into blocks (rows, columns or K)
+run in parallel on single-threaded cblas_sgemm calls; checked against float64 products."""
 
 import numpy as np
 import pytest
@@ -12,18 +10,25 @@ from kernels_numba.cpu import gemm as gemm_module
 from kernels_numba.cpu.gemm import gemm
 from kernels_numba.testing import assert_close, randn
 
-# (m, k, n): tall, wide, batch 1, odd sizes; big enough to be split into blocks.
+# (m, k, n): tall (row blocks), wide (column blocks), batch 1, odd sizes, and two weight
+# gradient shapes (small C, long K: K blocks with partial sums).
 SHAPES = [(301, 97, 65), (33, 131, 517), (1, 1031, 1027), (7744, 288, 64),
-          (9, 43265, 32), (289, 7745, 63)]  # the last two split K (weight gradients)
+          (9, 43265, 32), (289, 7745, 63)]
 
 
-@pytest.mark.parametrize("m,k,n", SHAPES, ids=[f"{m}x{k}x{n}" for m, k, n in SHAPES])
-@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
-def test_gemm_matches_float64(m, k, n, layout):
+def _operands(m, k, n, layout):
     a = randn((k, m) if layout[0] == "t" else (m, k), seed=1)
     b = randn((n, k) if layout[1] == "t" else (k, n), seed=2)
-    op_a = a.T if layout[0] == "t" else a
-    op_b = b.T if layout[1] == "t" else b
+    return (a.T if layout[0] == "t" else a), (b.T if layout[1] == "t" else b)
+
+
+@pytest.mark.parametrize("threads", [None, 3])  # None: numba's default; 3 blocks on 2 cores
+@pytest.mark.parametrize("m,k,n", SHAPES, ids=[f"{m}x{k}x{n}" for m, k, n in SHAPES])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_gemm_matches_float64(monkeypatch, m, k, n, layout, threads):
+    if threads:
+        monkeypatch.setattr(gemm_module.numba, "get_num_threads", lambda: threads)
+    op_a, op_b = _operands(m, k, n, layout)
     expected = op_a.astype(np.float64) @ op_b.astype(np.float64)
     c = np.full((m, n), np.nan, np.float32)  # beta = 0: old contents never read
     gemm(c, op_a, op_b)
@@ -34,41 +39,39 @@ def test_gemm_matches_float64(m, k, n, layout):
     assert_close(acc, c0 + expected, rtol=1e-4, atol=1e-3, what="gemm accumulate")
 
 
+def test_output_view_with_row_gaps():
+    # C may be a block of a larger matrix (ldc > n): only that block is written.
+    big = np.zeros((300, 100), np.float32)
+    a, b = randn((300, 77), seed=4), randn((77, 60), seed=5)
+    gemm(big[:, 20:80], a, b)
+    assert_close(big[:, 20:80], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3, what="block")
+    assert not big[:, :20].any() and not big[:, 80:].any()
+
+
 def test_gemm_is_deterministic():
-    a, b = randn((7744, 288), seed=4), randn((288, 64), seed=5)
-    first, second = np.empty((7744, 64), np.float32), np.empty((7744, 64), np.float32)
-    gemm(first, a, b)
-    gemm(second, a, b)
-    np.testing.assert_array_equal(first, second)
+    for m, k, n in [(7744, 288, 64), (288, 7744, 64)]:
+        a, b = randn((m, k), seed=4), randn((k, n), seed=5)
+        first, second = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+        gemm(first, a, b)
+        gemm(second, a, b)
+        np.testing.assert_array_equal(first, second)
 
 
-def test_blocks_cover_output_exactly_once():
-    c = np.zeros((10, 3), np.float32)
-    for parts in (2, 3, 4):
-        for blk_c, _, _ in gemm_module._blocks(c, c, c.T, parts):
-            blk_c += 1
-    np.testing.assert_array_equal(c, 3.0)
-    wide = np.zeros((3, 10), np.float32)
-    for blk_c, _, _ in gemm_module._blocks(wide, wide, wide.T @ wide, 3):
-        blk_c += 1
-    np.testing.assert_array_equal(wide, 1.0)
+def test_views_blas_cannot_read_in_place_fall_back():
+    a, b = randn((40, 60), seed=6), randn((30, 20), seed=7)
+    op_a, op_b = a[::2, ::3], b[::1, ::2][:20]  # (20, 20) and (20, 10) with gaps
+    c = np.full((20, 10), np.nan, np.float32)
+    gemm(c, op_a, op_b)
+    assert_close(c, op_a.astype(np.float64) @ op_b.astype(np.float64), rtol=1e-4, atol=1e-4,
+                 what="gemm on strided views")
 
 
-def test_worker_error_surfaces(monkeypatch):
-    # A block that fails on a pool thread re-raises in the caller, after every block ended.
-    monkeypatch.setattr(gemm_module, "SPLIT_MIN_MACS", 0)
-    monkeypatch.setattr(_blas, "single_threaded", lambda: True)
-    monkeypatch.setattr(gemm_module.numba, "get_num_threads", lambda: 3)
-    real_block, caller = gemm_module._block, threading.get_ident()
-
-    def failing_off_caller(c, a, b, accumulate):
-        if threading.get_ident() != caller:
-            raise RuntimeError("worker failed")
-        real_block(c, a, b, accumulate)
-
-    monkeypatch.setattr(gemm_module, "_block", failing_off_caller)
-    with pytest.raises(RuntimeError, match="worker failed"):
-        gemm(np.zeros((6, 4), np.float32), np.ones((6, 3), np.float32), np.ones((3, 4), np.float32))
+def test_empty_inner_dimension():
+    c = np.full((3, 4), 5.0, np.float32)
+    gemm(c, np.zeros((3, 0), np.float32), np.zeros((0, 4), np.float32), accumulate=True)
+    np.testing.assert_array_equal(c, 5.0)
+    gemm(c, np.zeros((3, 0), np.float32), np.zeros((0, 4), np.float32))
+    np.testing.assert_array_equal(c, 0.0)
 
 
 def test_blas_configuration_reported():
