@@ -208,78 +208,130 @@ _mse_forward_row = _jit(mse_forward_row)
 _mse_grad = _jit(mse_grad)
 
 
-# row loops
+# row loops: a plain range inside a parallel=True function stays on the calling thread,
+# so small batches (the usual case: 64 rows of 10 classes) never wake the thread pool.
+SERIAL_ROWS = 256
+SERIAL_ELEMENTS = 1 << 15
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_softmax_ce(loss, probs, logits, labels):
+    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(loss.size):
+            _softmax_ce_forward_row(loss, probs, logits, labels, n)
+        return
     for n in numba.prange(loss.size):
         _softmax_ce_forward_row(loss, probs, logits, labels, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_softmax_ce_backward(dlogits, probs, labels, scale):
+    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(probs.shape[0]):
+            _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
+        return
     for n in numba.prange(probs.shape[0]):
         _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_softmax_categorical_ce(loss, probs, logits, targets):
+    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(loss.size):
+            _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
+        return
     for n in numba.prange(loss.size):
         _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_softmax_categorical_ce_backward(dlogits, probs, targets, scale):
+    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(probs.shape[0]):
+            _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
+        return
     for n in numba.prange(probs.shape[0]):
         _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_sparse_ce(loss, probs, labels):
+    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(loss.size):
+            _sparse_ce_forward_row(loss, probs, labels, n)
+        return
     for n in numba.prange(loss.size):
         _sparse_ce_forward_row(loss, probs, labels, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_sparse_ce_backward(dprobs, probs, labels, scale):
+    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(probs.shape[0]):
+            _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
+        return
     for n in numba.prange(probs.shape[0]):
         _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_categorical_ce(loss, probs, targets):
+    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(loss.size):
+            _categorical_ce_forward_row(loss, probs, targets, n)
+        return
     for n in numba.prange(loss.size):
         _categorical_ce_forward_row(loss, probs, targets, n)
 
 
 @numba.njit(parallel=True, cache=True)
 def _rows_categorical_ce_backward(dprobs, probs, targets, scale):
+    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
+        for n in range(probs.shape[0]):
+            _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
+        return
     for n in numba.prange(probs.shape[0]):
         _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
 
 
 # Pointwise losses (BCE, BCE from logits, MSE): per-sample mean over the D non-batch elements.
+@numba.njit(cache=True)
+def _pointwise_row(loss, x, targets, kind, n):
+    if kind == 0:
+        _binary_ce_forward_row(loss, x, targets, n)
+    elif kind == 1:
+        _binary_ce_logits_forward_row(loss, x, targets, n)
+    else:
+        _mse_forward_row(loss, x, targets, n)
+
+
 @numba.njit(parallel=True, cache=True)
 def _rows_pointwise(loss, x, targets, kind):
+    if loss.size * x.shape[1] < SERIAL_ELEMENTS:
+        for n in range(loss.size):
+            _pointwise_row(loss, x, targets, kind, n)
+        return
     for n in numba.prange(loss.size):
-        if kind == 0:
-            _binary_ce_forward_row(loss, x, targets, n)
-        elif kind == 1:
-            _binary_ce_logits_forward_row(loss, x, targets, n)
-        else:
-            _mse_forward_row(loss, x, targets, n)
+        _pointwise_row(loss, x, targets, kind, n)
+
+
+@numba.njit(cache=True)
+def _pointwise_grad(x, t, coef, kind):
+    if kind == 0:
+        return _binary_ce_grad(x, t, coef)
+    if kind == 1:
+        return _binary_ce_logits_grad(x, t, coef)
+    return _mse_grad(x, t, coef)
 
 
 @numba.njit(parallel=True, cache=True)
 def _elements_pointwise_grad(dx, x, targets, coef, kind):
+    if x.size < SERIAL_ELEMENTS:
+        for i in range(x.size):
+            dx[i] = _pointwise_grad(x[i], targets[i], coef, kind)
+        return
     for i in numba.prange(x.size):
-        if kind == 0:
-            dx[i] = _binary_ce_grad(x[i], targets[i], coef)
-        elif kind == 1:
-            dx[i] = _binary_ce_logits_grad(x[i], targets[i], coef)
-        else:
-            dx[i] = _mse_grad(x[i], targets[i], coef)
+        dx[i] = _pointwise_grad(x[i], targets[i], coef, kind)
 
 
 BCE, BCE_LOGITS, MSE = 0, 1, 2
