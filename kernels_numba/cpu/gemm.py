@@ -102,11 +102,12 @@ def _split(address, a, b, c, partials, ta, tb, lda, ldb, ldc, m, n, k, beta, par
                           ldb, 0.0, partials + 4 * (p - 1) * m * n, n, int_marker)
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True)
 def _add_partials(c, partials):
     # Fixed order p = 1, 2, ... for every element: the sum does not depend on timing.
+    # Serial: K is split only when C is small.
     m, n = c.shape
-    for i in numba.prange(m):
+    for i in range(m):
         for p in range(partials.shape[0]):
             for j in range(n):
                 c[i, j] += partials[p, i, j]

@@ -208,89 +208,59 @@ _mse_forward_row = _jit(mse_forward_row)
 _mse_grad = _jit(mse_grad)
 
 
-# row loops: a plain range inside a parallel=True function stays on the calling thread,
-# so small batches (the usual case: 64 rows of 10 classes) never wake the thread pool.
-SERIAL_ROWS = 256
+# row loops. Class losses run on the calling thread: a batch has few rows (64 of 10
+# classes: microseconds), far less than waking the thread pool costs (~15-40 us), and
+# each parallel loop adds ~1.7 s to the first compile. Element-wise losses keep a
+# parallel branch for large inputs: a plain range inside a parallel=True function
+# stays on the calling thread.
 SERIAL_ELEMENTS = 1 << 15
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_softmax_ce(loss, probs, logits, labels):
-    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(loss.size):
-            _softmax_ce_forward_row(loss, probs, logits, labels, n)
-        return
-    for n in numba.prange(loss.size):
+    for n in range(loss.size):
         _softmax_ce_forward_row(loss, probs, logits, labels, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_softmax_ce_backward(dlogits, probs, labels, scale):
-    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(probs.shape[0]):
-            _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
-        return
-    for n in numba.prange(probs.shape[0]):
+    for n in range(probs.shape[0]):
         _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_softmax_categorical_ce(loss, probs, logits, targets):
-    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(loss.size):
-            _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
-        return
-    for n in numba.prange(loss.size):
+    for n in range(loss.size):
         _softmax_categorical_ce_forward_row(loss, probs, logits, targets, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_softmax_categorical_ce_backward(dlogits, probs, targets, scale):
-    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(probs.shape[0]):
-            _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
-        return
-    for n in numba.prange(probs.shape[0]):
+    for n in range(probs.shape[0]):
         _softmax_categorical_ce_backward_row(dlogits, probs, targets, scale, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_sparse_ce(loss, probs, labels):
-    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(loss.size):
-            _sparse_ce_forward_row(loss, probs, labels, n)
-        return
-    for n in numba.prange(loss.size):
+    for n in range(loss.size):
         _sparse_ce_forward_row(loss, probs, labels, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_sparse_ce_backward(dprobs, probs, labels, scale):
-    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(probs.shape[0]):
-            _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
-        return
-    for n in numba.prange(probs.shape[0]):
+    for n in range(probs.shape[0]):
         _sparse_ce_backward_row(dprobs, probs, labels, scale, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_categorical_ce(loss, probs, targets):
-    if loss.size < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(loss.size):
-            _categorical_ce_forward_row(loss, probs, targets, n)
-        return
-    for n in numba.prange(loss.size):
+    for n in range(loss.size):
         _categorical_ce_forward_row(loss, probs, targets, n)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def _rows_categorical_ce_backward(dprobs, probs, targets, scale):
-    if probs.shape[0] < SERIAL_ROWS:  # too few rows to pay for waking the threads
-        for n in range(probs.shape[0]):
-            _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
-        return
-    for n in numba.prange(probs.shape[0]):
+    for n in range(probs.shape[0]):
         _categorical_ce_backward_row(dprobs, probs, targets, scale, n)
 
 

@@ -6,8 +6,6 @@ Sums accumulate in float64 (free on the CPU) and are stored as float32.
 import numba
 import numpy as np
 
-SERIAL_ROWS = 256
-
 
 @numba.njit(cache=True)
 def _argmax_row(a, r):
@@ -21,29 +19,19 @@ def _argmax_row(a, r):
     return arg
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)  # one argmax per row: serial beats waking threads
 def _count_argmax(probs, labels):
     count = 0
-    if probs.shape[0] < SERIAL_ROWS:  # few rows: stay on the calling thread
-        for r in range(probs.shape[0]):
-            if _argmax_row(probs, r) == labels[r]:
-                count += 1
-        return count
-    for r in numba.prange(probs.shape[0]):
+    for r in range(probs.shape[0]):
         if _argmax_row(probs, r) == labels[r]:
             count += 1
     return count
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)  # one argmax per row: serial beats waking threads
 def _count_argmax_onehot(probs, targets):
     count = 0
-    if probs.shape[0] < SERIAL_ROWS:  # few rows: stay on the calling thread
-        for r in range(probs.shape[0]):
-            if _argmax_row(probs, r) == _argmax_row(targets, r):
-                count += 1
-        return count
-    for r in numba.prange(probs.shape[0]):
+    for r in range(probs.shape[0]):
         if _argmax_row(probs, r) == _argmax_row(targets, r):
             count += 1
     return count

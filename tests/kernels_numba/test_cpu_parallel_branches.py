@@ -1,7 +1,8 @@
-"""The CPU twins run small inputs on the calling thread and large ones on numba's
-threads, in the same function; the op tests use small shapes, so here each loss and
-reduction runs on a large input (parallel branch) and must give exactly the results
-of the same rows run in small pieces (serial branch)."""
+"""Losses and accuracy counts on a large input against the same rows run in small
+pieces: element-wise losses take their parallel branch above SERIAL_ELEMENTS (the op
+tests use small shapes), and every loss must give exactly the per-row results."""
+
+from functools import partial
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from kernels_numba.cpu import loss as cpu_loss
 from kernels_numba.cpu import reduction as cpu_reduction
 
-ROWS, K = cpu_loss.SERIAL_ROWS * 2 + 7, 70  # ROWS * K > SERIAL_ELEMENTS too
+ROWS, K = 519, 70  # ROWS * K > SERIAL_ELEMENTS: element-wise losses go parallel
 PIECE = 16  # rows per small call
 
 
@@ -35,27 +36,29 @@ def _whole_and_pieces(call, outputs, inputs):
     return whole, pieces
 
 
-CASES = {
-    "softmax_ce": (lambda l, p, z, y: cpu_loss.softmax_cross_entropy_forward(l, p, z, y),
-                   ((ROWS,), (ROWS, K)), ("logits", "labels")),
-    "softmax_ce_backward": (lambda d, p, y: cpu_loss.softmax_cross_entropy_backward(
-        d, p, y, scale=0.5), ((ROWS, K),), ("probs", "labels")),
-    "softmax_categorical_ce": (lambda l, p, z, t: cpu_loss.softmax_categorical_cross_entropy_forward(
-        l, p, z, t), ((ROWS,), (ROWS, K)), ("logits", "targets")),
+def _scaled(fn):
+    return partial(fn, scale=0.5)
+
+
+ROW, PROBS = ((ROWS,),), ((ROWS, K),)
+CASES = {  # name: (function, output shapes, input names)
+    "softmax_ce": (cpu_loss.softmax_cross_entropy_forward, ROW + PROBS, ("logits", "labels")),
+    "softmax_ce_backward": (_scaled(cpu_loss.softmax_cross_entropy_backward), PROBS,
+                            ("probs", "labels")),
+    "softmax_categorical_ce": (cpu_loss.softmax_categorical_cross_entropy_forward, ROW + PROBS,
+                               ("logits", "targets")),
     "softmax_categorical_ce_backward": (
-        lambda d, p, t: cpu_loss.softmax_categorical_cross_entropy_backward(d, p, t, scale=0.5),
-        ((ROWS, K),), ("probs", "targets")),
-    "sparse_ce": (lambda l, p, y: cpu_loss.sparse_categorical_crossentropy_forward(l, p, y),
-                  ((ROWS,),), ("probs", "labels")),
-    "sparse_ce_backward": (lambda d, p, y: cpu_loss.sparse_categorical_crossentropy_backward(
-        d, p, y, scale=0.5), ((ROWS, K),), ("probs", "labels")),
-    "categorical_ce": (lambda l, p, t: cpu_loss.categorical_crossentropy_forward(l, p, t),
-                       ((ROWS,),), ("probs", "targets")),
-    "categorical_ce_backward": (lambda d, p, t: cpu_loss.categorical_crossentropy_backward(
-        d, p, t, scale=0.5), ((ROWS, K),), ("probs", "targets")),
-    "mse": (lambda l, p, t: cpu_loss.mse_forward(l, p, t), ((ROWS,),), ("probs", "targets")),
-    "bce_backward": (lambda d, p, t: cpu_loss.binary_crossentropy_backward(d, p, t, scale=0.5),
-                     ((ROWS, K),), ("probs", "targets")),
+        _scaled(cpu_loss.softmax_categorical_cross_entropy_backward), PROBS,
+        ("probs", "targets")),
+    "sparse_ce": (cpu_loss.sparse_categorical_crossentropy_forward, ROW, ("probs", "labels")),
+    "sparse_ce_backward": (_scaled(cpu_loss.sparse_categorical_crossentropy_backward), PROBS,
+                           ("probs", "labels")),
+    "categorical_ce": (cpu_loss.categorical_crossentropy_forward, ROW, ("probs", "targets")),
+    "categorical_ce_backward": (_scaled(cpu_loss.categorical_crossentropy_backward), PROBS,
+                                ("probs", "targets")),
+    "mse": (cpu_loss.mse_forward, ROW, ("probs", "targets")),
+    "bce_backward": (_scaled(cpu_loss.binary_crossentropy_backward), PROBS,
+                     ("probs", "targets")),
 }
 
 
