@@ -61,8 +61,9 @@ def test_reference_cnn_on_fashion_mnist():
     assert data[0][0].shape == (60000, 28, 28)
     # Issue 3 asks for >= 0.90; the recipe lands around it, not reliably above it.
     # Measured (5 epochs): seed 0 -> 0.886 (deterministic since fit's shuffle follows
-    # set_random_seed; 2 CPU threads), seeds 1/2/3 -> 0.9003/0.9003/0.9034; real Keras 3
-    # (torch backend) seeds 0/1 -> 0.9048/0.8968, and step by step kerasish tracks Keras
-    # in float64 as closely as Keras in float32 does. This guards against regressions; the 0.90
+    # set_random_seed; 2 CPU threads), other seeds 0.9003-0.9034; real Keras 3 (torch
+    # backend), same recipe, seeds 0-4 -> 0.9048/0.8968/0.8974/0.8932/0.8955 (mean
+    # 0.8975), and step by step kerasish tracks Keras in float64 as closely as Keras in
+    # float32 does. This guards against regressions; the 0.90
     # target is tracked in the issue, not claimed here.
     assert train_and_evaluate(data) >= 0.88
