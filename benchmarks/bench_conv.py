@@ -6,9 +6,9 @@ Times kernels_numba's CPU twin (im2col + BLAS) for Conv2D(32, 3x3) on 28x28x1 an
 Conv2D(64, 3x3) on 13x13x32 (valid padding) and, when torch is importable,
 torch.nn.functional.conv2d forward + backward on the same shapes, printing the ratio.
 
-Numba's OpenMP workers spin after each parallel loop by default and steal a core from
-the BLAS threads that run next; OMP_WAIT_POLICY=PASSIVE (set before numba starts its
-thread pool) roughly halves the time on 2 cores. The script reports, never sets, it.
+kernels_numba picks numba's OpenMP wait policy with its BLAS mode (docs/design.md, "CPU
+threads"): the default short spin when it splits GEMMs itself, PASSIVE when BLAS threads
+itself (KERNELS_NUMBA_BLAS=native). The script reports, never sets, it.
 """
 
 import argparse
@@ -100,7 +100,7 @@ def _torch(x_shape, w_shape):
 
 
 def main():
-    wait = os.environ.get("OMP_WAIT_POLICY", "unset (spinning)")
+    wait = os.environ.get("OMP_WAIT_POLICY") or "default (short spin, then sleep)"
     print(f"batch {ARGS.batch}, {ARGS.threads} threads, best of {ARGS.repeats}, "
           f"OMP_WAIT_POLICY={wait}")
     have_torch = True
