@@ -23,7 +23,7 @@ def array(op, name, a, shape=None, dtype=np.float32, ndim=None):
     if ndim is not None and len(got) != ndim:
         raise ValueError(f"{op}: expected {name} with {ndim} dimensions; received shape {got}")
     if shape is not None:
-        if len(got) != len(shape) or any(e is not None and e != g for e, g in zip(shape, got)):
+        if not _matches(shape, got):
             want = "(" + ", ".join("?" if e is None else str(e) for e in shape) + \
                 ("," if len(shape) == 1 else "") + ")"
             raise ValueError(f"{op}: expected {name}.shape == {want}; received {got}")

@@ -144,38 +144,30 @@ def _bias_grad(db, dy):
 
 # launchers
 
-def _views(workspace, m, k, f):
-    col = workspace[: m * k].reshape(m, k)
-    scratch = workspace[m * k: m * k + k * f].reshape(k, f)
-    return col, scratch
+def _col_view(workspace, m, k):
+    return workspace[: m * k].reshape(m, k)
 
 
 def _is_pointwise(kh, kw, sh, sw, pt, pl):
     return kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == 0 and pl == 0
 
 
-def _columns(workspace, x, m, k, f, geom):
-    """The GEMM operand holding x's windows: (M, K), a transposed view for C == 1."""
+def _columns(workspace, x, m, k, geom, build=True):
+    """The GEMM operand holding x's windows: (M, K), a transposed view for C == 1.
+
+    build=False returns the operand a forward already left in the workspace."""
     kh, kw, sh, sw, pt, pl, ho, wo = geom
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
         return x.reshape(m, k)
     if x.shape[3] == 1:
         col_t = workspace[: m * k].reshape(k, m)
-        _im2col_t_single_channel(col_t, x.reshape(x.shape[:3]), *geom)
+        if build:
+            _im2col_t_single_channel(col_t, x.reshape(x.shape[:3]), *geom)
         return col_t.T
-    col, _ = _views(workspace, m, k, f)
-    _im2col(col, x, *geom)
+    col = _col_view(workspace, m, k)
+    if build:
+        _im2col(col, x, *geom)
     return col
-
-
-def _stored_columns(workspace, x, m, k, f, geom):
-    """The operand _columns left in the workspace (same layout, nothing rebuilt)."""
-    kh, kw, sh, sw, pt, pl, ho, wo = geom
-    if _is_pointwise(kh, kw, sh, sw, pt, pl):
-        return x.reshape(m, k)
-    if x.shape[3] == 1:
-        return workspace[: m * k].reshape(k, m).T
-    return _views(workspace, m, k, f)[0]
 
 
 def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
@@ -183,7 +175,7 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
     n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x.shape, w.shape, strides, padding)
     m, k = n * ho * wo, kh * kw * c
     y2 = y.reshape(m, f)
-    col = _columns(workspace, x, m, k, f, (kh, kw, sh, sw, pt, pl, ho, wo))
+    col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo))
     gemm(y2, col, w.reshape(k, f))
     act = ACT_CODES[activation]
     if b is not None or act != 0:
@@ -197,7 +189,7 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
         gemm(dx.reshape(m, k), dy2, w2.T)
         return
-    dcol, _ = _views(workspace, m, k, f)
+    dcol = _col_view(workspace, m, k)
     gemm(dcol, dy2, w2.T)
     _col2im(dx, dcol, kh, kw, sh, sw, pt, pl, ho, wo)
 
@@ -208,10 +200,7 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     m, k = n * ho * wo, kh * kw * c
     dy2 = dy.reshape(m, f)
     geom = (kh, kw, sh, sw, pt, pl, ho, wo)
-    if columns_ready:
-        col = _stored_columns(workspace, x, m, k, f, geom)
-    else:
-        col = _columns(workspace, x, m, k, f, geom)
+    col = _columns(workspace, x, m, k, geom, build=not columns_ready)
     gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
     if db is not None:
         _bias_grad(db, dy2)

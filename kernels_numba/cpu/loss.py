@@ -13,6 +13,8 @@ import math
 import numba
 import numpy as np
 
+from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE
+
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _EPS = np.float32(1e-7)
@@ -212,8 +214,7 @@ _mse_grad = _jit(mse_grad)
 # classes: microseconds), far less than waking the thread pool costs (~15-40 us), and
 # each parallel loop adds ~1.7 s to the first compile. Element-wise losses keep a
 # parallel branch for large inputs: a plain range inside a parallel=True function
-# stays on the calling thread.
-SERIAL_ELEMENTS = 1 << 15
+# stays on the calling thread (threshold shared with the activation loops).
 
 
 @numba.njit(cache=True)
@@ -277,7 +278,7 @@ def _pointwise_row(loss, x, targets, kind, n):
 
 @numba.njit(parallel=True, cache=True)
 def _rows_pointwise(loss, x, targets, kind):
-    if loss.size * x.shape[1] < SERIAL_ELEMENTS:
+    if loss.size * x.shape[1] < PARALLEL_MIN_SIZE:
         for n in range(loss.size):
             _pointwise_row(loss, x, targets, kind, n)
         return
@@ -296,7 +297,7 @@ def _pointwise_grad(x, t, coef, kind):
 
 @numba.njit(parallel=True, cache=True)
 def _elements_pointwise_grad(dx, x, targets, coef, kind):
-    if x.size < SERIAL_ELEMENTS:
+    if x.size < PARALLEL_MIN_SIZE:
         for i in range(x.size):
             dx[i] = _pointwise_grad(x[i], targets[i], coef, kind)
         return

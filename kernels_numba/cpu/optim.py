@@ -11,6 +11,8 @@ import math
 import numba
 import numpy as np
 
+from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE
+
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 
@@ -151,8 +153,8 @@ def _adagrad(w, g, accumulator, lr, epsilon, zero_grad):
 
 
 # Serial twins for small tensors (biases): waking the thread pool costs more than the
-# update itself, and a step updates many small tensors.
-PARALLEL_MIN_SIZE = 1 << 15
+# update itself, and a step updates many small tensors (threshold shared with the
+# activation loops).
 
 
 @numba.njit(cache=True)

@@ -1,5 +1,5 @@
 """Losses and accuracy counts on a large input against the same rows run in small
-pieces: element-wise losses take their parallel branch above SERIAL_ELEMENTS (the op
+pieces: element-wise losses take their parallel branch above PARALLEL_MIN_SIZE (the op
 tests use small shapes), and every loss must give exactly the per-row results."""
 
 from functools import partial
@@ -10,7 +10,7 @@ import pytest
 from kernels_numba.cpu import loss as cpu_loss
 from kernels_numba.cpu import reduction as cpu_reduction
 
-ROWS, K = 519, 70  # ROWS * K > SERIAL_ELEMENTS: element-wise losses go parallel
+ROWS, K = 519, 70  # ROWS * K > PARALLEL_MIN_SIZE: element-wise losses go parallel
 PIECE = 16  # rows per small call
 
 
