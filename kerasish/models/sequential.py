@@ -65,6 +65,38 @@ class Sequential(Trainer):
             self.build((None, *self._input_layer.shape))
         return layer
 
+    def __call__(self, inputs, training=False):
+        """`model(x)`: the inference outputs for x as one batch, a NumPy array.
+
+        Training-mode forwards (dropout on, batch statistics) run only inside fit and
+        train_on_batch, where their backward follows.
+        """
+        if training:
+            raise ValueError(f"Model '{self.name}': calling the model with training=True is "
+                             f"not supported; expected training=False or None (use fit or "
+                             f"train_on_batch to train)")
+        return self.predict_on_batch(inputs)
+
+    def get_layer(self, name=None, index=None):
+        """A layer by name or by index into `layers` (Keras semantics and messages)."""
+        if (name is None) == (index is None):
+            raise ValueError(f"Sequential.get_layer: provide either a layer name or a layer "
+                             f"index, not {'both' if name is not None else 'neither'}; "
+                             f"received name={name!r}, index={index!r}")
+        if index is not None:
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+                raise TypeError(f"Sequential.get_layer: expected an int index; received "
+                                f"{type(index).__name__}")
+            if not -len(self._layers) <= index < len(self._layers):
+                raise ValueError(f"Sequential.get_layer: was asked to retrieve layer at index "
+                                 f"{index} but model only has {len(self._layers)} layers.")
+            return self._layers[index]
+        for layer in self._layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"Sequential.get_layer: no such layer: {name}. Existing layers are: "
+                         f"{[layer.name for layer in self._layers]}.")
+
     def _invalidate(self):
         self.built = False
         self._executors = {}

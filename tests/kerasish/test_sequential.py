@@ -89,3 +89,38 @@ def test_add_rejects_non_layers_and_duplicates():
     model.add(layers.Dense(2, name="d"))
     with pytest.raises(ValueError, match="unique names"):
         model.add(layers.Dense(2, name="d"))
+
+
+def test_calling_the_model_gives_inference_outputs():
+    model = models.Sequential([keras.Input((5,)), layers.Dense(4, activation="relu"),
+                               layers.Dropout(0.5), layers.Dense(3, activation="softmax")])
+    x = np.random.default_rng(0).random((7, 5), dtype=np.float32)
+    out = model(x)  # uncompiled, as in Keras
+    assert isinstance(out, np.ndarray) and out.shape == (7, 3) and out.dtype == np.float32
+    w1, b1, w2, b2 = [w.astype(np.float64) for w in model.get_weights()]
+    logits = np.maximum(x @ w1 + b1, 0) @ w2 + b2  # dropout is off outside training
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(out, expected / expected.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(model(x, training=False), out)
+    np.testing.assert_array_equal(model(x[:1]), out[:1])  # batch 1
+    with pytest.raises(ValueError, match="training=True"):
+        model(x, training=True)
+    with pytest.raises(ValueError, match=r"expected.*\(None, 5\)|5"):
+        model(np.zeros((2, 6), np.float32))
+
+
+def test_get_layer_by_name_and_index():
+    model = reference_cnn()
+    assert model.get_layer("dense") is model.layers[5]
+    assert model.get_layer(index=0) is model.layers[0]
+    assert model.get_layer(index=-1).name == "dense_1"
+    with pytest.raises(ValueError, match=r"no such layer: nope.*'conv2d'"):
+        model.get_layer("nope")
+    with pytest.raises(ValueError, match="only has 7 layers"):
+        model.get_layer(index=7)
+    with pytest.raises(ValueError, match="either a layer name or a layer index"):
+        model.get_layer()
+    with pytest.raises(ValueError, match="not both"):
+        model.get_layer("dense", 0)
+    with pytest.raises(TypeError, match="expected an int index"):
+        model.get_layer(index="0")
