@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from kerasish import (  # noqa: E402,F401
     activations,
+    backend,
     callbacks,
     config,
     data,
@@ -23,6 +24,16 @@ from kerasish import (  # noqa: E402,F401
 from kerasish.layers import Input  # noqa: E402,F401
 from kerasish.models import Model, Sequential  # noqa: E402,F401
 
+
+def __getattr__(name):
+    # `keras.saving.load_model(...)` without paying for h5py at `import kerasish`.
+    if name == "saving":
+        import kerasish.saving
+
+        return kerasish.saving
+    raise AttributeError(f"module 'kerasish' has no attribute {name!r}")
+
+
 __all__ = ["Sequential", "Model", "Input", "layers", "models", "optimizers", "losses",
            "metrics", "activations", "initializers", "callbacks", "utils", "data", "datasets",
-           "config"]
+           "config", "backend", "saving"]

@@ -28,7 +28,7 @@ class Trainer:
         self.compiled = False
         self.stop_training = False
         self.history = None
-        self._metric_names = []
+        self._metric_specs = []
         self._metrics = []
         self._loss_tracker = None
         self._executors = {}
@@ -46,12 +46,13 @@ class Trainer:
                              "(single-output Sequential models only)")
         self.optimizer = koptimizers.get(optimizer)
         self.loss = klosses.get(loss) if loss is not None else None
-        self._metric_names = kmetrics.check_names(metrics)
+        self._metric_specs = kmetrics.check_names(metrics)
         self._metrics = []
         self._executors = {}
         self._compile_config = {
             "loss": loss if isinstance(loss, (str, type(None))) else klosses.serialize(self.loss),
-            "loss_weights": None, "metrics": list(self._metric_names) or None,
+            "loss_weights": None,
+            "metrics": [kmetrics.serialize(m) for m in self._metric_specs] or None,
             "weighted_metrics": None, "run_eagerly": False, "steps_per_execution": 1,
             "jit_compile": False,
         }
@@ -74,7 +75,7 @@ class Trainer:
         self._loss_tracker.build(self.device)
         sparse = self.loss.sparse
         self._metrics = [kmetrics.resolve(n, self._act_shapes[-1], sparse)
-                         for n in self._metric_names]
+                         for n in self._metric_specs]
         for metric in self._metrics:
             if getattr(metric, "sparse", sparse) != sparse:
                 needs = "integer labels" if metric.sparse else "one-hot targets"

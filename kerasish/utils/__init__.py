@@ -1,4 +1,6 @@
-"""kerasish.utils: to_categorical, set_random_seed, get_file."""
+"""kerasish.utils: to_categorical, set_random_seed, get_file, clear_session."""
+
+import gc
 
 import numpy as np
 
@@ -21,4 +23,14 @@ def to_categorical(x, num_classes=None):
     return out.reshape((*x.shape, num_classes))
 
 
-__all__ = ["to_categorical", "set_random_seed", "get_file"]
+def clear_session():
+    """Start auto-generated layer names over (dense, dense_1, ...), as Keras's
+    clear_session does; models built before keep working. Also runs the garbage
+    collector, so buffers of dropped models are freed now."""
+    from kerasish.layers.layer import reset_names
+
+    reset_names()
+    gc.collect()
+
+
+__all__ = ["to_categorical", "set_random_seed", "get_file", "clear_session"]

@@ -86,6 +86,25 @@ def test_keras_h5_loads_in_kerasish(tmp_path):
     ours.fit(x, y, batch_size=4, epochs=1, verbose=0)  # and it keeps training
 
 
+def test_metric_objects_cross_in_h5(tmp_path):
+    x, y = _data()
+
+    def metrics(lib):
+        return [lib.metrics.SparseCategoricalAccuracy(),
+                lib.metrics.SparseCategoricalAccuracy(name="acc2")]
+    theirs = real.Sequential(_stack(real))
+    theirs.compile("adam", "sparse_categorical_crossentropy", metrics=metrics(real))
+    theirs.fit(x, y, verbose=0)
+    theirs.save(tmp_path / "theirs.h5")
+    ours = kerasish.models.load_model(tmp_path / "theirs.h5")
+    logs = ours.evaluate(x, y, verbose=0, return_dict=True)
+    assert sorted(logs) == ["acc2", "loss", "sparse_categorical_accuracy"]
+    ours.compile("adam", "sparse_categorical_crossentropy", metrics=metrics(kerasish))
+    ours.save(tmp_path / "ours.h5")
+    again = real.models.load_model(tmp_path / "ours.h5")
+    assert again.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx(logs, abs=TOL)
+
+
 def test_weights_h5_both_ways(tmp_path):
     x, _ = _data(3)
     real.utils.set_random_seed(3)

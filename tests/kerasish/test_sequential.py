@@ -124,3 +124,15 @@ def test_get_layer_by_name_and_index():
         model.get_layer("dense", 0)
     with pytest.raises(TypeError, match="expected an int index"):
         model.get_layer(index="0")
+
+
+def test_clear_session_restarts_names_and_keras_paths_resolve(tmp_path):
+    first = models.Sequential([keras.Input((3,)), layers.Dense(2)])
+    keras.backend.clear_session()
+    assert layers.Dense(2).name == "dense"  # names start over, as in Keras
+    keras.utils.clear_session()
+    second = models.Sequential([keras.Input((3,)), layers.Dense(2)])
+    assert first.layers[0].name == second.layers[0].name == "dense"
+    first.save(tmp_path / "m.h5")  # keras.saving.load_model is Keras 3's spelling
+    loaded = keras.saving.load_model(tmp_path / "m.h5")
+    np.testing.assert_array_equal(loaded.get_weights()[0], first.get_weights()[0])

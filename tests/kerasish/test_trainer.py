@@ -147,6 +147,35 @@ def test_accuracy_resolution_and_from_logits():
     assert type(model3._metrics[0]).__name__ == "BinaryAccuracy"
 
 
+def test_metric_objects_keep_their_names_and_survive_h5(tmp_path):
+    x, y = blobs()
+    metrics = [keras.metrics.SparseCategoricalAccuracy(),
+               keras.metrics.SparseCategoricalAccuracy(name="acc_again")]
+    model = mlp()
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=metrics)
+    keras.utils.set_random_seed(3)
+    history = model.fit(x, y, epochs=2, batch_size=16, validation_split=0.25, verbose=0)
+    assert sorted(history.history) == ["acc_again", "loss", "sparse_categorical_accuracy",
+                                       "val_acc_again", "val_loss",
+                                       "val_sparse_categorical_accuracy"]
+    assert history.history["acc_again"] == history.history["sparse_categorical_accuracy"]
+    by_string = mlp()  # the same run with the metric named by string: same numbers
+    by_string.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    by_string.set_weights(model.get_weights())
+    assert by_string.evaluate(x, y, verbose=0)[1] == model.evaluate(x, y, verbose=0)[1]
+    model.save(tmp_path / "m.h5")
+    loaded = keras.models.load_model(tmp_path / "m.h5")
+    assert [m.name for m in loaded._metrics] == ["sparse_categorical_accuracy", "acc_again"]
+    assert loaded.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
+    binary = keras.metrics.BinaryAccuracy(threshold=0.3)
+    assert keras.metrics.BinaryAccuracy.from_config(binary.get_config()).threshold == 0.3
+    with pytest.raises(ValueError, match="only float32"):
+        keras.metrics.CategoricalAccuracy(dtype="float64")
+    with pytest.raises(ValueError, match="needs one-hot targets"):
+        model.compile("adam", "sparse_categorical_crossentropy",
+                      metrics=[keras.metrics.CategoricalAccuracy()])
+
+
 def test_learning_rate_settable_between_epochs():
     x, y = blobs()
     model = mlp(optimizer="sgd")

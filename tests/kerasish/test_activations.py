@@ -1,0 +1,38 @@
+"""kerasish.activations: the functions Keras users pass as `activation=` or call on arrays."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kerasish as keras
+from kerasish import layers
+
+
+def _reference_activation(name, x):
+    """float64 NumPy versions of Keras's activations (softmax over the last axis)."""
+    if name == "softmax":
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    erf = np.vectorize(math.erf)
+    return {"linear": x, "relu": np.maximum(x, 0), "sigmoid": 1 / (1 + np.exp(-x)),
+            "tanh": np.tanh(x), "leaky_relu": np.where(x > 0, x, 0.2 * x),
+            "elu": np.where(x > 0, x, np.expm1(x)), "gelu": 0.5 * x * (1 + erf(x / np.sqrt(2))),
+            "softplus": np.log1p(np.exp(x))}[name]
+
+
+@pytest.mark.parametrize("name", keras.activations.ALL)
+def test_activation_functions_compute_and_resolve_by_name(name):
+    function = getattr(keras.activations, name)
+    x = np.random.default_rng(1).normal(size=(3, 7)) * 3
+    np.testing.assert_allclose(function(x), _reference_activation(name, x), rtol=2e-6, atol=1e-6)
+    assert function(x).dtype == np.float32 and function(x[:1]).shape == (1, 7)
+    layer = layers.Dense(4, activation=function)  # a Keras idiom: the function itself
+    assert layer.get_config()["activation"] == name
+
+
+def test_activation_function_errors():
+    with pytest.raises(TypeError, match="activations.relu: expected numeric"):
+        keras.activations.relu("abc")
+    with pytest.raises(ValueError, match="at least 1 dimension for softmax"):
+        keras.activations.softmax(1.0)
