@@ -1,5 +1,6 @@
 """kerasish.optimizers: SGD, Adam, AdamW, RMSprop, Adagrad (Keras names, formulas, defaults)."""
 
+from kerasish.optimizers import schedules
 from kerasish.optimizers.optimizer import Optimizer
 from kerasish.optimizers.rules import SGD, Adagrad, Adam, AdamW, RMSprop
 
@@ -31,5 +32,5 @@ def serialize(optimizer):
             "config": optimizer.get_config(), "registered_name": None}
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get", "serialize",
+__all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get", "serialize",
            "deserialize"]

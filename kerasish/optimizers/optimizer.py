@@ -6,6 +6,7 @@ the gradient, so a training step needs no separate zeroing launch.
 
 import numpy as np
 
+from kerasish.optimizers import schedules
 from kerasish.variables import Variable
 
 
@@ -52,8 +53,9 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}: unsupported arguments "
                              f"{bad or {'use_ema': use_ema}}")
         self.name = name or type(self).__name__.lower()
-        self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate",
-                              _check_lr(self, learning_rate), np.float32)
+        self._schedule = None  # a LearningRateSchedule replaces the learning-rate variable
+        self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate", 0.0, np.float32)
+        self.learning_rate = learning_rate
         self._iterations = HostScalar("iteration", f"{self.name}/iteration", 0, np.int64)
         self.weight_decay = weight_decay
         self._slots = {}  # id(var) -> {slot_name: Variable}
@@ -61,10 +63,21 @@ class Optimizer:
 
     @property
     def learning_rate(self):
+        """The rate of the next step (a schedule is evaluated at `iterations`)."""
+        if self._schedule is not None:
+            return float(np.float32(self._schedule(self.iterations)))
         return float(self._lr.value)
 
     @learning_rate.setter
     def learning_rate(self, value):
+        if isinstance(value, schedules.LearningRateSchedule):
+            self._schedule = value
+            return
+        if self._schedule is not None:
+            raise TypeError(f"{type(self).__name__} was created with a LearningRateSchedule "
+                            f"as its learning_rate, hence its learning rate is not settable; "
+                            f"received {value!r}. Build the optimizer with a float "
+                            f"learning_rate to set it.")
         self._lr.assign(_check_lr(self, value))
 
     lr = learning_rate
@@ -97,8 +110,9 @@ class Optimizer:
 
     @property
     def variables(self):
-        """Keras order: iteration, learning_rate, then each variable's slots."""
-        out = [self._iterations, self._lr]
+        """Keras order: iteration, learning_rate (none with a schedule), then each
+        variable's slots."""
+        out = [self._iterations] + ([self._lr] if self._schedule is None else [])
         for var in self._tracked:
             out.extend(self._slots[id(var)].values())
         return out
@@ -116,7 +130,9 @@ class Optimizer:
         raise NotImplementedError
 
     def get_config(self):
-        return {"name": self.name, "learning_rate": self.learning_rate,
+        rate = self.learning_rate if self._schedule is None else \
+            schedules.serialize(self._schedule)
+        return {"name": self.name, "learning_rate": rate,
                 "weight_decay": self.weight_decay, "clipnorm": None, "global_clipnorm": None,
                 "clipvalue": None, "use_ema": False, "ema_momentum": 0.99,
                 "ema_overwrite_frequency": None, "loss_scale_factor": None,
@@ -126,8 +142,7 @@ class Optimizer:
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
-            raise ValueError(f"{cls.__name__}: learning-rate schedules are not supported; "
-                             f"received {config['learning_rate']}")
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"])
         return cls(**config)
 
 
@@ -135,8 +150,8 @@ def _check_lr(opt, value):
     try:
         value = float(value)
     except (TypeError, ValueError):
-        raise TypeError(f"{type(opt).__name__}: expected a float learning_rate; "
-                        f"received {value!r}") from None
+        raise TypeError(f"{type(opt).__name__}: expected a float learning_rate or a "
+                        f"LearningRateSchedule; received {value!r}") from None
     if not value >= 0:
         raise ValueError(f"{type(opt).__name__}: expected learning_rate >= 0; received {value}")
     return value

@@ -105,6 +105,32 @@ def test_metric_objects_cross_in_h5(tmp_path):
     assert again.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx(logs, abs=TOL)
 
 
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("ExponentialDecay", (0.1, 7, 0.5), {"staircase": True}),
+    ("InverseTimeDecay", (0.1, 7, 0.5), {}),
+    ("PiecewiseConstantDecay", ([3, 8], [1.0, 0.5, 0.1]), {}),
+    ("PolynomialDecay", (0.1, 10, 0.01), {"power": 2.0, "cycle": True}),
+    ("CosineDecay", (0.0, 10), {"alpha": 0.1, "warmup_target": 0.2, "warmup_steps": 3}),
+])
+def test_schedules_match_keras_and_cross_in_h5(tmp_path, name, args, kwargs):
+    theirs_schedule = getattr(real.optimizers.schedules, name)(*args, **kwargs)
+    ours_schedule = getattr(kerasish.optimizers.schedules, name)(*args, **kwargs)
+    for step in (0, 1, 3, 4, 8, 9, 12, 40):
+        assert ours_schedule(step) == pytest.approx(float(theirs_schedule(step)), rel=1e-6)
+    x, y = _data()
+    theirs = real.Sequential(_stack(real))
+    theirs.compile(real.optimizers.SGD(theirs_schedule), "sparse_categorical_crossentropy")
+    theirs.fit(x, y, batch_size=4, verbose=0)
+    theirs.save(tmp_path / "theirs.h5")
+    ours = kerasish.models.load_model(tmp_path / "theirs.h5")
+    assert ours.optimizer.get_config()["learning_rate"]["config"] == \
+        theirs.optimizer.get_config()["learning_rate"]["config"]
+    assert ours.optimizer.learning_rate == pytest.approx(float(theirs.optimizer.learning_rate))
+    ours.save(tmp_path / "ours.h5")
+    again = real.models.load_model(tmp_path / "ours.h5")
+    assert type(again.optimizer._learning_rate).__name__ == name
+
+
 def test_weights_h5_both_ways(tmp_path):
     x, _ = _data(3)
     real.utils.set_random_seed(3)
