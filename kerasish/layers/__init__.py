@@ -1,5 +1,6 @@
 """kerasish.layers: Keras layer names and constructor arguments, channels_last."""
 
+from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
 from kerasish.layers.convolutional import Conv2D
 from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Reshape
 from kerasish.layers.input_layer import Input, InputLayer
@@ -14,7 +15,7 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 
 BUILTIN = {cls.__name__: cls for cls in (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
-    AveragePooling2D, GlobalAveragePooling2D, BatchNormalization)}
+    AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax)}
 
 def register(cls, name=None):
     """Make a custom Layer class loadable from configs by its class name (the same
@@ -46,4 +47,5 @@ def serialize(layer):
 
 __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",
            "Dropout", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "BatchNormalization", "deserialize", "serialize", "register"]
+           "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "deserialize", "serialize",
+           "register"]

@@ -110,14 +110,14 @@ class Activation(Layer):
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+        self.alpha = activations.alpha(self.activation)  # leaky_relu slope, elu scale
 
     def forward(self, y, x, training):
-        ops.activation_forward(y, x, kind=self.activation, alpha=activations.alpha(self.activation))
+        ops.activation_forward(y, x, kind=self.activation, alpha=self.alpha)
 
     def backward(self, dx, dy, x, y):
         if dx is not None:
-            ops.activation_backward(dx, dy, x, y, kind=self.activation,
-                                    alpha=activations.alpha(self.activation))
+            ops.activation_backward(dx, dy, x, y, kind=self.activation, alpha=self.alpha)
 
     def get_config(self):
         return {**super().get_config(), "activation": self.activation}

@@ -36,3 +36,33 @@ def test_activation_function_errors():
         keras.activations.relu("abc")
     with pytest.raises(ValueError, match="at least 1 dimension for softmax"):
         keras.activations.softmax(1.0)
+
+
+@pytest.mark.parametrize("make,name,reference", [
+    (lambda: layers.ReLU(), "relu", lambda x: np.maximum(x, 0)),
+    (lambda: layers.ReLU(negative_slope=0.1), "leaky_relu", lambda x: np.where(x > 0, x, 0.1 * x)),
+    (lambda: layers.LeakyReLU(), "leaky_relu", lambda x: np.where(x > 0, x, 0.3 * x)),
+    (lambda: layers.LeakyReLU(alpha=0.05), "leaky_relu", lambda x: np.where(x > 0, x, 0.05 * x)),
+    (lambda: layers.Softmax(), "softmax", lambda x: _reference_activation("softmax", x)),
+])
+def test_activation_layers_compute_and_roundtrip(make, name, reference):
+    layer = make()
+    model = keras.Sequential([keras.Input((3, 5)), layer])
+    x = np.random.default_rng(2).normal(size=(4, 3, 5))
+    np.testing.assert_allclose(model(x.astype(np.float32)), reference(x), rtol=1e-6, atol=1e-7)
+    clone = layers.deserialize(layers.serialize(layer))
+    assert type(clone) is type(layer) and clone.get_config() == {**layer.get_config(),
+                                                                 "name": clone.name}
+    assert clone.activation == name and "activation" not in layer.get_config()
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: layers.ReLU(max_value=6.0), "max_value and threshold are not supported"),
+    (lambda: layers.ReLU(threshold=1.0), "max_value and threshold are not supported"),
+    (lambda: layers.ReLU(negative_slope=-1), "negative_slope >= 0"),
+    (lambda: layers.LeakyReLU(negative_slope=-0.1), "negative_slope >= 0"),
+    (lambda: layers.Softmax(axis=1), "only axis=-1"),
+])
+def test_activation_layer_errors(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
