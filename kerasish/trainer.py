@@ -89,7 +89,10 @@ class Trainer:
         x = np.asarray(x)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{what}: expected numeric input data; received dtype {x.dtype}")
-        if x.ndim == 0 or len(x) == 0:
+        if x.ndim == 0:
+            raise ValueError(f"{what}: expected input data with a batch axis; received a "
+                             f"scalar {x!r}")
+        if len(x) == 0:
             raise ValueError(f"{what}: received empty input data (shape {x.shape})")
         if not self.built:
             self.build((None, *x.shape[1:]))
@@ -149,7 +152,7 @@ class Trainer:
             if y is not None:
                 raise ValueError(f"{what}: `y` must be None when `x` is a loader or generator")
             return make_loader(x, batch_size=batch_size, shuffle=shuffle), None
-        batch_size = _check_batch_size(batch_size, what)
+        batch_size = _check_count(batch_size, what)
         x = self._check_x(x, what)
         if y is not None:
             y = self._check_y(y, what)
@@ -192,6 +195,10 @@ class Trainer:
         if not isinstance(validation_split, (int, float)) or not 0 <= validation_split < 1:
             raise ValueError(f"fit: expected validation_split in [0, 1); received "
                              f"{validation_split!r}")
+        epochs = _check_count(epochs, "fit", "epochs", minimum=0)
+        initial_epoch = _check_count(initial_epoch, "fit", "initial_epoch", minimum=0)
+        if steps_per_epoch is not None:
+            steps_per_epoch = _check_count(steps_per_epoch, "fit", "steps_per_epoch")
         if validation_split and validation_data is None:
             x, y, validation_data = _split(x, y, validation_split)
         loader, batch_size = self._arrays_loader(x, y, 32 if batch_size is None else batch_size,
@@ -199,9 +206,7 @@ class Trainer:
         val = None
         if validation_data is not None:
             val = self._validation_loader(validation_data, validation_batch_size or batch_size)
-        steps = _len_or_none(loader)
-        if steps_per_epoch is not None:
-            steps = int(steps_per_epoch)
+        steps = _len_or_none(loader) if steps_per_epoch is None else steps_per_epoch
         cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=self,
                            verbose=verbose, epochs=epochs, steps=steps)
         self.stop_training = False
@@ -320,7 +325,7 @@ class Trainer:
         from kerasish.data import make_loader
 
         if hasattr(x, "shape") or isinstance(x, list):
-            batch_size = _check_batch_size(32 if batch_size is None else batch_size, "predict")
+            batch_size = _check_count(32 if batch_size is None else batch_size, "predict")
             loader = make_loader(self._check_x(x, "predict"), batch_size=batch_size,
                                  shuffle=False)
             loader.validated = True
@@ -377,12 +382,12 @@ def loader_is_checked(loader):
     return getattr(loader, "validated", False)
 
 
-def _check_batch_size(batch_size, what):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or \
-            batch_size <= 0:
-        raise ValueError(f"{what}: expected batch_size to be a positive integer; "
-                         f"received batch_size={batch_size!r}")
-    return int(batch_size)
+def _check_count(value, what, name="batch_size", minimum=1):
+    """An int argument >= minimum (batch_size, epochs, ...), or a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{what}: expected {name} to be {kind}; received {name}={value!r}")
+    return int(value)
 
 
 def _len_or_none(loader):

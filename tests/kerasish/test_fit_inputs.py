@@ -84,3 +84,9 @@ def test_generator_with_bad_labels_is_rejected():
 
     with pytest.raises(ValueError, match=r"labels must be in \[0, 2\)"):
         small_model().fit(batches(), epochs=1, verbose=0)
+
+
+def test_generator_of_scalars_is_rejected_by_name():
+    with pytest.raises(ValueError, match="fit: expected input data with a batch axis; "
+                                         "received a scalar"):
+        small_model().fit((i for i in range(3)), steps_per_epoch=2, verbose=0)
