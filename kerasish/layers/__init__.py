@@ -2,7 +2,7 @@
 
 from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
 from kerasish.layers.convolutional import Conv2D
-from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Reshape
+from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Rescaling, Reshape
 from kerasish.layers.input_layer import Input, InputLayer
 from kerasish.layers.layer import Layer
 from kerasish.layers.normalization import BatchNormalization
@@ -15,7 +15,8 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 
 BUILTIN = {cls.__name__: cls for cls in (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
-    AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax)}
+    AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
+    Rescaling)}
 
 def register(cls, name=None):
     """Make a custom Layer class loadable from configs by its class name (the same
@@ -47,5 +48,5 @@ def serialize(layer):
 
 __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",
            "Dropout", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "deserialize", "serialize",
+           "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "Rescaling", "deserialize", "serialize",
            "register"]

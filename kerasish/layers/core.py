@@ -123,6 +123,32 @@ class Activation(Layer):
         return {**super().get_config(), "activation": self.activation}
 
 
+class Rescaling(Layer):
+    """y = x * scale + offset (Keras's preprocessing layer, e.g. Rescaling(1 / 255))."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        for arg, value in (("scale", scale), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"Rescaling: expected a number for {arg} (per-channel lists "
+                                f"are not supported); received {arg}={value!r}")
+        self.scale, self.offset = float(scale), float(offset)
+
+    def forward(self, y, x, training):
+        if self.offset:
+            ops.fill(y, self.offset)
+            ops.axpy(y, x, self.scale)
+        else:
+            ops.scale(y, x, self.scale)
+
+    def backward(self, dx, dy, x, y):
+        if dx is not None:
+            ops.scale(dx, dy, self.scale)
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
 class Flatten(Layer):
     """Flattens all but the batch axis. Zero-copy: the output aliases the input buffer."""
 

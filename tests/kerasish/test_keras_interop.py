@@ -131,12 +131,13 @@ def test_schedules_match_keras_and_cross_in_h5(tmp_path, name, args, kwargs):
     assert type(again.optimizer._learning_rate).__name__ == name
 
 
-def test_activation_layers_cross_in_h5(tmp_path):
+def test_activation_and_rescaling_layers_cross_in_h5(tmp_path):
     x, _ = _data(4)
 
     def stack(lib):
         L = lib.layers
-        return [lib.Input(SHAPE), L.Conv2D(3, 3), L.LeakyReLU(negative_slope=0.1), L.Flatten(),
+        return [lib.Input(SHAPE), L.Rescaling(0.5, offset=-0.25), L.Conv2D(3, 3),
+                L.LeakyReLU(negative_slope=0.1), L.Flatten(),
                 L.Dense(6), L.ReLU(), L.Dense(3), L.Softmax()]
     theirs = real.Sequential(stack(real))
     theirs.save(tmp_path / "theirs.h5")
@@ -147,7 +148,8 @@ def test_activation_layers_cross_in_h5(tmp_path):
     ours = kerasish.Sequential(stack(kerasish))
     ours.save(tmp_path / "ours.h5")
     again = real.models.load_model(tmp_path / "ours.h5")
-    assert again.layers[1].negative_slope == pytest.approx(0.1)
+    assert again.layers[2].negative_slope == pytest.approx(0.1)
+    assert again.layers[0].offset == pytest.approx(-0.25)
     assert _max_diff(again.predict(x, verbose=0), ours.predict(x, verbose=0)) <= TOL
 
 

@@ -21,6 +21,8 @@ CASES = [
     ("relu_layer_slope", lambda: layers.ReLU(negative_slope=0.1), (1, 7)),
     ("leaky_relu_layer", lambda: layers.LeakyReLU(), (3, 2, 3)),
     ("softmax_layer", lambda: layers.Softmax(), (2, 3, 4)),
+    ("rescaling", lambda: layers.Rescaling(0.5, offset=-1.0), (2, 3, 2)),
+    ("rescaling_scale_only", lambda: layers.Rescaling(1 / 255), (1, 5)),
     ("conv_valid", lambda: layers.Conv2D(2, (3, 2), bias_initializer="ones"), (1, 5, 4, 2)),
     ("conv_same_stride2", lambda: layers.Conv2D(2, 3, strides=2, padding="same",
                                                 activation="relu", bias_initializer="ones"),
