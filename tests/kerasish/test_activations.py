@@ -1,4 +1,5 @@
-"""kerasish.activations: the functions Keras users pass as `activation=` or call on arrays."""
+"""kerasish.activations (the functions Keras users pass as `activation=` or call on
+arrays) and the activation layers ReLU, LeakyReLU, Softmax."""
 
 import math
 
@@ -67,13 +68,3 @@ def test_activation_layer_errors(make, match):
     with pytest.raises(ValueError, match=match):
         make()
 
-
-def test_rescaling_layer():
-    layer = layers.Rescaling(1 / 255, offset=-0.5)
-    model = keras.Sequential([keras.Input((2, 3)), layer])
-    x = np.arange(12, dtype=np.float64).reshape(2, 2, 3) * 20
-    np.testing.assert_allclose(model(x.astype(np.float32)), x / 255 - 0.5, rtol=1e-6, atol=1e-7)
-    clone = layers.deserialize(layers.serialize(layer))
-    assert (clone.scale, clone.offset) == (layer.scale, layer.offset)
-    with pytest.raises(TypeError, match="per-channel lists are not supported"):
-        layers.Rescaling([1.0, 2.0])

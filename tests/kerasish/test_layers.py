@@ -118,3 +118,14 @@ def test_dropout_inference_is_identity():
     y = np.empty_like(x)
     layer.forward(y, x, training=False)
     np.testing.assert_array_equal(y, x)
+
+
+def test_rescaling_layer():
+    layer = layers.Rescaling(1 / 255, offset=-0.5)
+    model = keras.Sequential([keras.Input((2, 3)), layer])
+    x = np.arange(12, dtype=np.float64).reshape(2, 2, 3) * 20
+    np.testing.assert_allclose(model(x.astype(np.float32)), x / 255 - 0.5, rtol=1e-6, atol=1e-7)
+    clone = layers.deserialize(layers.serialize(layer))
+    assert (clone.scale, clone.offset) == (layer.scale, layer.offset)
+    with pytest.raises(TypeError, match="per-channel lists are not supported"):
+        layers.Rescaling([1.0, 2.0])
