@@ -48,5 +48,5 @@ def serialize(layer):
 
 __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",
            "Dropout", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-           "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "Rescaling", "deserialize", "serialize",
-           "register"]
+           "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "Rescaling", "deserialize",
+           "serialize", "register"]

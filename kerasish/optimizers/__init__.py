@@ -32,5 +32,5 @@ def serialize(optimizer):
             "config": optimizer.get_config(), "registered_name": None}
 
 
-__all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get", "serialize",
-           "deserialize"]
+__all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get",
+           "serialize", "deserialize"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.accuracy import reference_cnn
 from kerasish import layers, models
 from kerasish.datasets import fashion_mnist, mnist
 from kerasish.utils import set_random_seed
@@ -21,25 +22,12 @@ MNIST_SMALL = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 
 
-def reference_cnn():
-    model = models.Sequential()
-    model.add(layers.Conv2D(32, (3, 3), activation="relu", input_shape=(28, 28, 1)))
-    model.add(layers.MaxPooling2D((2, 2)))
-    model.add(layers.Conv2D(64, (3, 3), activation="relu"))
-    model.add(layers.MaxPooling2D((2, 2)))
-    model.add(layers.Flatten())
-    model.add(layers.Dense(64, activation="relu"))
-    model.add(layers.Dense(10, activation="softmax"))
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
-
-
 def train_and_evaluate(data, epochs=5):
     (x_train, y_train), (x_test, y_test) = data
     x_train = (x_train.astype(np.float32) / 255.0)[..., None]
     x_test = (x_test.astype(np.float32) / 255.0)[..., None]
     set_random_seed(0)
-    model = reference_cnn()
+    model = reference_cnn(layers, models)  # the program of issue 3, as benchmarks.accuracy runs it
     history = model.fit(x_train, y_train, epochs=epochs, batch_size=64, verbose=0)
     loss, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
     print(f"train accuracy per epoch {history.history['accuracy']}; test accuracy {accuracy}")
@@ -59,11 +47,11 @@ def test_reference_cnn_on_mnist_small():
 def test_reference_cnn_on_fashion_mnist():
     data = fashion_mnist.load_data()
     assert data[0][0].shape == (60000, 28, 28)
-    # Issue 3 asks for >= 0.90; the recipe lands around it, not reliably above it.
-    # Measured (5 epochs): seed 0 -> 0.886 (deterministic since fit's shuffle follows
-    # set_random_seed; 2 CPU threads), other seeds 0.9003-0.9034; real Keras 3 (torch
-    # backend), same recipe, seeds 0-4 -> 0.9048/0.8968/0.8974/0.8932/0.8955 (mean
-    # 0.8975), and step by step kerasish tracks Keras in float64 as closely as Keras in
-    # float32 does. This guards against regressions; the 0.90
-    # target is tracked in the issue, not claimed here.
+    # Issue 3 asks for >= 0.90; the recipe's own mean sits just below it, so no faithful
+    # implementation meets it per seed. `python -m benchmarks.accuracy --seeds 0-9`:
+    # kerasish 0.886 0.9006 0.9009 0.9036 0.8991 0.8965 0.8959 0.8979 0.8997 0.8941
+    # (mean 0.8974, sd 0.0049, 3 of 10 >= 0.90); real Keras 3.15.1 (torch backend), same
+    # recipe, seeds 0-4: 0.9048 0.8968 0.8974 0.8932 0.8955 (mean 0.8975). Step by step,
+    # kerasish tracks Keras in float64 as closely as Keras in float32 does. Seed 0 is the
+    # lowest of the ten; this asserts a regression guard, the 0.90 target is not claimed.
     assert train_and_evaluate(data) >= 0.88
