@@ -47,11 +47,11 @@ def test_reference_cnn_on_mnist_small():
 def test_reference_cnn_on_fashion_mnist():
     data = fashion_mnist.load_data()
     assert data[0][0].shape == (60000, 28, 28)
-    # Issue 3 asks for >= 0.90; the recipe's own mean sits just below it, so no faithful
-    # implementation meets it per seed. `python -m benchmarks.accuracy --seeds 0-9`:
-    # kerasish 0.886 0.9006 0.9009 0.9036 0.8991 0.8965 0.8959 0.8979 0.8997 0.8941
-    # (mean 0.8974, sd 0.0049, 3 of 10 >= 0.90); real Keras 3.15.1 (torch backend), same
-    # recipe, seeds 0-4: 0.9048 0.8968 0.8974 0.8932 0.8955 (mean 0.8975). Step by step,
-    # kerasish tracks Keras in float64 as closely as Keras in float32 does. Seed 0 is the
-    # lowest of the ten; this asserts a regression guard, the 0.90 target is not claimed.
+    # Issue 3 asks for >= 0.90; that is the recipe's own mean, so no faithful implementation
+    # meets it per seed. `python -m benchmarks.accuracy --seeds 0-13`: kerasish 0.886
+    # 0.9006 0.9009 0.9036 0.8991 0.8965 0.8959 0.8979 0.8997 0.8941 0.9000 0.9063 0.9014
+    # 0.9061 (mean 0.8992, sd 0.0052, 7 of 14 >= 0.90); real Keras 3.15.1 (torch backend),
+    # same recipe, 7 runs: 0.8932-0.9055, mean 0.8990. Step by step, kerasish tracks Keras
+    # in float64 as closely as Keras in float32 does. Seed 0 is the lowest of the fourteen;
+    # this asserts a regression guard, the 0.90 target is not claimed.
     assert train_and_evaluate(data) >= 0.88
