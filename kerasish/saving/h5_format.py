@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from kerasish.saving import h5_safety, json_utils
+from kerasish.saving import h5_arrays, h5_safety, json_utils
 
 HDF5_OBJECT_HEADER_LIMIT = 64512
 # The Keras format version kerasish writes (its configs follow Keras 3.15).
@@ -81,13 +81,19 @@ def _decode_items(value, group, name, source):
     return out
 
 
+def _read_attr(group, name, source):
+    h5_safety.check_attr(group, name, source)  # size checked before h5py allocates it
+    return group.attrs[name]
+
+
 def load_attributes(group, name, source):
     """Read a (possibly chunked) string-list attribute; missing gives []."""
     if name in group.attrs:
-        return _decode_items(group.attrs[name], group, name, source)
+        return _decode_items(_read_attr(group, name, source), group, name, source)
     data, i = [], 0
     while f"{name}{i}" in group.attrs:
-        data.extend(_decode_items(group.attrs[f"{name}{i}"], group, f"{name}{i}", source))
+        data.extend(_decode_items(_read_attr(group, f"{name}{i}", source), group,
+                                  f"{name}{i}", source))
         i += 1
     return data
 
@@ -96,7 +102,7 @@ def read_text_attr(group, name, source):
     """A scalar string attribute (bytes or str, as h5py 2 and 3 return), or None."""
     if name not in group.attrs:
         return None
-    value = group.attrs[name]
+    value = _read_attr(group, name, source)
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if isinstance(value, (bytes, np.bytes_)):
@@ -133,9 +139,10 @@ def write_weight_subset(group, named_arrays):
 
 
 def read_weight_subset(group, source):
-    """[(name, array)] in `weight_names` order."""
+    """[(name, DatasetRef)] in `weight_names` order: shapes known, data read on demand
+    (`weights_io` checks them against the model before reading)."""
     names = load_attributes(group, "weight_names", source)
-    return [(n, h5_safety.read_array(h5_safety.get_dataset(group, n, source), source))
+    return [(n, h5_arrays.DatasetRef(h5_safety.get_dataset(group, n, source), source))
             for n in names]
 
 
@@ -261,13 +268,13 @@ def write_native_weights(f, model_name, layers, optimizer=None):
 
 
 def _read_vars(group, source):
-    """(name attr or None, [array, ...]) from a `vars` group with datasets 0..n-1."""
+    """(name attr or None, [DatasetRef, ...]) from a `vars` group with datasets 0..n-1."""
     keys = list(group.keys())
     if sorted(keys, key=lambda k: (len(k), k)) != [str(i) for i in range(len(keys))]:
         raise ValueError(f"Cannot load {source}: '{group.name}' must hold datasets "
                          f"named 0..{len(keys) - 1}; received {sorted(keys)[:10]}")
     name = read_text_attr(group, "name", source)
-    return name, [h5_safety.read_array(h5_safety.get_dataset(group, str(i), source), source)
+    return name, [h5_arrays.DatasetRef(h5_safety.get_dataset(group, str(i), source), source)
                   for i in range(len(keys))]
 
 
@@ -319,12 +326,31 @@ def write_extra_state(f, entries):
 
 def read_extra_state(f, source):
     """{layer_name: {key: array}} ({} when the file has none)."""
+    out = _ExtraState()
+    out.source = source  # for weights_io.restore_extra_state's messages
     if EXTRA_STATE_GROUP not in f:
-        return {}
+        return out
     root = h5_safety.get_group(f, EXTRA_STATE_GROUP, source)
-    out = {}
     for name in root.keys():
         group = h5_safety.get_group(root, name, source)
-        out[name] = {key: h5_safety.read_array(h5_safety.get_dataset(group, key, source),
-                                               source) for key in group.keys()}
+        out[name] = {key: _read_small(h5_safety.get_dataset(group, key, source), source)
+                     for key in group.keys()}
     return out
+
+
+class _ExtraState(dict):
+    """{layer_name: {key: array}} that remembers the file it came from."""
+
+    source = None
+
+
+_MAX_EXTRA_STATE_BYTES = 1 << 16  # RNG seeds and counters: a few bytes each
+
+
+def _read_small(dset, source):
+    declared = int(np.prod(dset.shape, dtype=np.int64)) * dset.dtype.itemsize
+    if declared > _MAX_EXTRA_STATE_BYTES:
+        raise ValueError(f"Cannot load {source}: layer state '{dset.name}' declares "
+                         f"{declared} bytes {dset.shape} {dset.dtype}; expected at most "
+                         f"{_MAX_EXTRA_STATE_BYTES}")
+    return h5_safety.read_array(dset, source)

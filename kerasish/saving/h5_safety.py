@@ -11,7 +11,8 @@ import math
 import os
 
 import h5py
-import numpy as np
+
+from kerasish.saving import h5_arrays
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # Datasets whose declared size is above this floor must not exceed 1000x the bytes
@@ -19,6 +20,7 @@ _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _BOMB_FLOOR_BYTES = 1 << 32
 _MAX_EXPANSION = 1000
 _MAX_OBJECTS = 1_000_000
+_MAX_ATTR_BYTES = 1 << 30  # a model config or name list, never this large
 
 _LINK_KINDS = {h5py.h5l.TYPE_SOFT: "a soft link", h5py.h5l.TYPE_EXTERNAL: "an external link"}
 
@@ -148,12 +150,26 @@ def get_dataset(group, name, source):
 
 
 def read_array(dset, source):
-    """Read a whole dataset into a NumPy array, naming the file on I/O failure."""
+    """Read a whole dataset into a NumPy array (bounded: see h5_arrays), naming the
+    file on failure."""
+    return h5_arrays.read_dataset(dset, source)
+
+
+def check_attr(group, name, source):
+    """Refuse an attribute whose declared size its stored bytes cannot back (checked
+    before h5py allocates it)."""
     try:
-        return np.asarray(dset[()])
-    except (OSError, RuntimeError, KeyError) as e:
-        raise OSError(f"Cannot read dataset '{dset.name}' from {source}: the file is "
-                      f"truncated or corrupt ({e})") from e
+        attr = h5py.h5a.open(group.id, name.encode("utf8"))
+        shape, dtype = attr.shape, attr.dtype
+        declared = math.prod(shape or ()) * dtype.itemsize
+        stored = attr.get_storage_size() if declared > 4096 else declared
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise OSError(f"Cannot load {source}: attribute '{name}' of '{group.name}' is "
+                      f"corrupt ({e})") from e
+    if declared > _MAX_ATTR_BYTES or declared > 16 * stored + 4096:
+        raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
+                         f"'{group.name}' declares {declared} bytes ({shape} "
+                         f"{dtype}) but stores {stored}")
 
 
 @contextlib.contextmanager

@@ -4,11 +4,12 @@ name, or by native-layout position) with every count and shape checked before an
 Variable is written, so a failed load leaves the model as it was."""
 
 import logging
+import math
 import warnings
 
 import numpy as np
 
-from kerasish.saving import h5_format
+from kerasish.saving import h5_arrays, h5_format
 
 logger = logging.getLogger("kerasish")
 
@@ -123,7 +124,7 @@ def load_legacy(model, data, source, skip_mismatch=False, by_name=False):
         _skip_or_raise(f"Weight count mismatch for top-level weights in {source}: the "
                        f"model has 0 top-level weights; the file has {len(data['top_level'])}",
                        skip_mismatch)
-    _assign_all(pairs)
+    _read_and_assign(pairs)
 
 
 def load_native(model, data, source, skip_mismatch=False, by_name=False):
@@ -149,14 +150,18 @@ def load_native(model, data, source, skip_mismatch=False, by_name=False):
     if extra and not by_name:
         _skip_or_raise(f"{source} has weights for layers {extra} that the model does not "
                        f"have (the model's layers are {keys})", skip_mismatch)
-    _assign_all(pairs)
+    _read_and_assign(pairs)
 
 
 def restore_optimizer(model, saved, source):
     """Build the optimizer's slots, then assign the saved [(name, array)] in order.
 
-    Like Keras, a state that does not fit (another optimizer, another model) is
-    reported and the optimizer keeps its fresh state; nothing is partially assigned.
+    Like Keras, a state that does not fit (another optimizer, another model: a count
+    or shape mismatch) is reported and the optimizer keeps its fresh state. Every
+    shape is checked before any data is read and every value before any is assigned:
+    nothing is ever partially assigned. A state that fits but holds impossible values
+    (a negative or fractional step count, a NaN or negative learning rate) is a
+    corrupt file: ValueError naming it.
     """
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None or not saved:
@@ -165,26 +170,52 @@ def restore_optimizer(model, saved, source):
         optimizer.build(list(getattr(model, "trainable_weights", None) or
                              [w for layer in model.layers for w in layer.trainable_weights]))
     variables = list(optimizer.variables)
-    pairs = []
+    if len(saved) != len(variables):
+        logger.warning(
+            "Error in loading the saved optimizer state from %s: the file has %d "
+            "variables, the optimizer %s expects %d %s. As a result, your model is "
+            "starting with a freshly initialized optimizer.", source, len(saved),
+            optimizer_name(optimizer), len(variables),
+            [str(getattr(v, "path", v.name)) for v in variables][:12])
+        return False
     for var, (name, value) in zip(variables, saved):
-        value = np.asarray(value)
-        shape = _shape(var)
-        if shape != value.shape and value.size == 1 and int(np.prod(shape)) == 1:
-            value = value.reshape(shape)  # () vs (1,) scalars
-        if shape != value.shape:
+        shape, got = _shape(var), tuple(np.shape(value))
+        if shape != got and not (math.prod(shape) == 1 and math.prod(got) == 1):
             logger.warning(
                 "Error in loading the saved optimizer state from %s: variable %s has shape "
                 "%s but the saved '%s' has shape %s. As a result, your model is starting "
                 "with a freshly initialized optimizer.", source,
-                getattr(var, "path", var.name), shape, name, value.shape)
+                getattr(var, "path", var.name), shape, name, got)
             return False
+    values = h5_arrays.read_all([value for _, value in saved])
+    pairs = []
+    for var, (name, _), value in zip(variables, saved, values):
+        value = _check_opt_value(var, name, np.asarray(value).reshape(_shape(var)), source)
         pairs.append((var, value))
-    if len(saved) != len(variables):
-        logger.warning("The optimizer state in %s has %d variables; the optimizer has %d. "
-                       "Only the first %d were restored.", source, len(saved),
-                       len(variables), len(pairs))
     _assign_all(pairs)
     return True
+
+
+def _check_opt_value(var, name, value, source):
+    """The step counter must be a non-negative integer, the learning rate finite >= 0."""
+    path = str(getattr(var, "path", None) or getattr(var, "name", ""))
+    leaf = path.rsplit("/", 1)[-1]
+    if value.dtype.kind not in "biuf":
+        raise ValueError(f"Cannot load the optimizer state from {source}: '{name}' (for "
+                         f"{path}) must be numeric; received dtype {value.dtype}")
+    if leaf in ("iteration", "iterations"):
+        v = float(value)
+        if not (np.isfinite(v) and v >= 0 and v == int(v) and v < 2 ** 63):
+            raise ValueError(f"Cannot load the optimizer state from {source}: '{name}' "
+                             f"(the step counter {path}) must be an integer >= 0; "
+                             f"received {value.item()!r}")
+    elif leaf == "learning_rate":
+        v = float(value)
+        if not (np.isfinite(v) and v >= 0):
+            raise ValueError(f"Cannot load the optimizer state from {source}: '{name}' "
+                             f"(the learning rate {path}) must be a finite number >= 0; "
+                             f"received {value.item()!r}")
+    return value
 
 
 def extra_state(model):
@@ -195,8 +226,48 @@ def extra_state(model):
 
 
 def restore_extra_state(model, saved):
-    """Give each layer with `set_extra_state` its saved state, matched by layer name."""
+    """Give each layer with `set_extra_state` its saved state, matched by layer name.
+
+    Every entry is checked first (the keys and shapes the layer's own state has,
+    integers where it holds integers, finite numbers) and only then set, so a corrupt
+    entry raises ValueError naming the file and changes nothing."""
+    source = getattr(saved, "source", "the file")
+    todo = []
     for layer in model.layers:
         state = saved.get(layer.name)
         if state and callable(getattr(layer, "set_extra_state", None)):
-            layer.set_extra_state(state)
+            expected = dict(layer.get_extra_state()) if callable(
+                getattr(layer, "get_extra_state", None)) else None
+            todo.append((layer, _check_extra(layer, state, expected, source)))
+    for layer, state in todo:
+        layer.set_extra_state(state)
+
+
+def _check_extra(layer, state, expected, source):
+    where = f"the saved state of layer {layer.name} in {source}"
+    if expected is None:
+        return state
+    if sorted(state) != sorted(expected):
+        raise ValueError(f"Cannot load {where}: expected the keys {sorted(expected)}; "
+                         f"received {sorted(state)}")
+    for key, value in state.items():
+        want, value = np.asarray(expected[key]), np.asarray(value)
+        if want.shape != value.shape or value.dtype.kind not in "biuf":
+            raise ValueError(f"Cannot load {where}: '{key}' must be {want.dtype} of shape "
+                             f"{want.shape}; received {value.dtype} of shape {value.shape}")
+        integral = want.dtype.kind in "biu" or isinstance(expected[key], (int, np.integer))
+        bad = ~np.isfinite(value) if value.dtype.kind == "f" else np.zeros(value.shape, bool)
+        if integral and value.dtype.kind == "f":
+            bad |= np.isfinite(value) & (np.abs(value) >= 2.0 ** 63)
+            bad |= np.isfinite(value) & (value != np.round(value))
+        if np.any(bad):
+            raise ValueError(f"Cannot load {where}: '{key}' must hold finite "
+                             f"{'integers' if integral else 'numbers'}; received {value!r}")
+    return state
+
+
+def _read_and_assign(pairs):
+    """Read every value (DatasetRefs whose shapes were checked), then assign them all:
+    a read error leaves the model as it was."""
+    values = h5_arrays.read_all([value for _, value in pairs])
+    _assign_all([(var, value) for (var, _), value in zip(pairs, values)])
