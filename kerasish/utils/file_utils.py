@@ -5,9 +5,11 @@ only after its length and hash check out, so an interrupted transfer, a truncate
 response or a bad hash never leaves a file in the cache.
 """
 
+import errno
 import hashlib
 import http.client
 import os
+import secrets
 import shutil
 import socket
 import tarfile
@@ -69,13 +71,27 @@ def _default_cache_dir():
     return os.path.join(tempfile.gettempdir(), ".kerasish")  # read-only home: like Keras
 
 
+_TRANSIENT_ERRNOS = {errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED, errno.ECONNREFUSED,
+                     errno.EPIPE, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN,
+                     errno.EAGAIN}
+
+
 def _is_transient(exc):
-    """Worth retrying: timeouts, resets, truncated bodies, 5xx/429; not DNS or 4xx."""
+    """Worth retrying: timeouts, resets, refused connections, truncated bodies, HTTP
+    5xx/429. Not: DNS failures (offline), 4xx, unknown URL types, a missing or
+    unreadable local file (file:// URLs, ENOENT, EISDIR), a full or read-only disk."""
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code >= 500 or exc.code == 429
     if isinstance(exc, urllib.error.URLError):
-        return not isinstance(exc.reason, socket.gaierror)  # no DNS: offline, don't wait
-    return isinstance(exc, (OSError, http.client.HTTPException))
+        reason = exc.reason
+        return isinstance(reason, BaseException) and not isinstance(
+            reason, urllib.error.URLError) and _is_transient(reason)
+    if isinstance(exc, socket.gaierror):
+        return False
+    if isinstance(exc, (TimeoutError, socket.timeout, ConnectionError,
+                        http.client.HTTPException)):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _TRANSIENT_ERRNOS
 
 
 def _fetch(origin, tmp_path, desc):
@@ -102,8 +118,10 @@ def _fetch(origin, tmp_path, desc):
 
 def _download(origin, fpath, file_hash, algorithm):
     datadir, fname = os.path.split(fpath)
-    fd, tmp = tempfile.mkstemp(prefix=f".{fname}.", suffix=".part", dir=datadir)
-    os.close(fd)
+    tmp = os.path.join(datadir, f".{fname}.{secrets.token_hex(6)}.part")
+    # O_EXCL with 0o666: the umask decides the mode, as for any new file (mkstemp's
+    # would be 0o600 and stay so after the rename).
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
         for attempt in range(len(_RETRY_DELAYS) + 1):
             try:
@@ -150,7 +168,8 @@ def _extract(fpath):
     target = os.path.join(os.path.dirname(fpath), base)
     if os.path.isdir(target):
         return target
-    tmp = tempfile.mkdtemp(prefix=f".{base}.", dir=os.path.dirname(fpath))
+    tmp = os.path.join(os.path.dirname(fpath), f".{base}.{secrets.token_hex(6)}.part")
+    os.mkdir(tmp, 0o777)  # mode per the umask (mkdtemp's 0o700 would stay after the rename)
     try:
         if tarfile.is_tarfile(fpath):
             with tarfile.open(fpath) as tar:
@@ -180,12 +199,13 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
     does not match `file_hash` is downloaded again.
 
     Args:
-        fname: file name in the cache (an absolute path is used as is); None takes the
-            last component of the URL.
+        fname: file name in the cache, without any directory part (as Keras 3 refuses
+            paths here: use cache_dir/cache_subdir); None takes the URL's last component.
         origin: URL to download from.
         file_hash: expected hex digest (sha256 or md5); None skips verification.
         cache_dir: cache root; default `~/.kerasish` (a temp dir when home is read-only).
-        cache_subdir: folder under the cache root (may be nested, e.g. "datasets/mnist").
+        cache_subdir: folder under the cache root (may be nested, e.g. "datasets/mnist";
+            an absolute path is used as is, as in Keras; ".." components are refused).
         hash_algorithm: "auto" (sha256 for 64 hex digits, else md5), "sha256" or "md5".
         extract: extract a tar/zip archive next to it and return that folder instead.
 
@@ -194,7 +214,8 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
 
     Raises:
         DownloadError: the download failed after retries (the message says why).
-        ValueError: bad arguments, or the downloaded file fails the hash check.
+        ValueError: bad arguments (a file name with a directory part or "..", a
+            cache_subdir leaving the cache), or the downloaded file fails the hash check.
     """
     if not origin:
         raise ValueError(f"get_file: expected a URL in origin; received {origin!r}")
@@ -203,8 +224,9 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
         fname = os.path.basename(urllib.parse.urlparse(origin).path)
         if not fname:
             raise ValueError(f"get_file: cannot derive a file name from origin {origin!r}")
-    cache_dir = os.path.expanduser(cache_dir) if cache_dir else _default_cache_dir()
-    fpath = os.path.join(cache_dir, cache_subdir, os.fspath(fname))
+    fname = _check_fname(fname)
+    cache_dir = os.path.expanduser(os.fspath(cache_dir)) if cache_dir else _default_cache_dir()
+    fpath = os.path.join(cache_dir, _check_subdir(cache_subdir), fname)
     os.makedirs(os.path.dirname(fpath), exist_ok=True)
     fresh = os.path.exists(fpath) and (
         file_hash is None or validate_file(fpath, file_hash, algorithm)
@@ -212,3 +234,22 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
     if not fresh:
         _download(origin, fpath, file_hash, algorithm)
     return _extract(fpath) if extract else fpath
+
+
+def _check_fname(fname):
+    fname = os.fspath(fname)
+    seps = {"/", os.sep, os.altsep} - {None}
+    if any(sep in fname for sep in seps) or fname in ("", ".", ".."):
+        raise ValueError(f"get_file: fname must be a plain file name (paths are not "
+                         f"accepted, as in Keras 3: use cache_dir / cache_subdir for the "
+                         f"folder); received fname={fname!r}")
+    return fname
+
+
+def _check_subdir(cache_subdir):
+    sub = os.fspath(cache_subdir) if cache_subdir is not None else ""
+    parts = sub.replace(os.sep, "/").split("/") if os.sep != "/" else sub.split("/")
+    if ".." in parts:
+        raise ValueError(f"get_file: cache_subdir must stay inside the cache directory; "
+                         f"received cache_subdir={sub!r} (a '..' component)")
+    return sub

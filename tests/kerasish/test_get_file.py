@@ -181,3 +181,63 @@ def test_bad_arguments(tmp_path):
                  cache_dir=tmp_path)
     with pytest.raises(ValueError, match="origin"):
         get_file("a", None, cache_dir=tmp_path)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"fname": "../../x"}, {"fname": "a/b"}, {"fname": ".."},
+    {"fname": "x", "cache_subdir": "../.."}, {"fname": "x", "cache_subdir": "d/../../e"},
+])
+def test_paths_escaping_the_cache_are_refused(tmp_path, kwargs):
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match="fname|cache_subdir"):
+        get_file(origin="http://127.0.0.1:9/x", cache_dir=cache, **kwargs)
+    assert list(tmp_path.iterdir()) == []  # nothing created anywhere
+
+
+def test_absolute_cache_subdir_is_used_as_in_keras(server, tmp_path):
+    base, _ = server
+    target = tmp_path / "elsewhere"
+    p = get_file("g.bin", base + "/good.bin", cache_dir=tmp_path / "c", cache_subdir=target)
+    assert p == os.path.join(target, "g.bin") and open(p, "rb").read() == PAYLOAD
+
+
+@pytest.mark.parametrize("url_tail", ["file:///nonexistent-kerasish/x.bin", "file:///",
+                                      "foo://host/x.bin"])
+def test_permanent_errors_are_not_retried(tmp_path, monkeypatch, url_tail):
+    calls = []
+    real = file_utils._fetch
+
+    def counting(origin, tmp, desc):
+        calls.append(origin)
+        return real(origin, tmp, desc)
+
+    monkeypatch.setattr(file_utils, "_fetch", counting)
+    monkeypatch.setattr(file_utils, "_RETRY_DELAYS", (0.0, 0.0))
+    with pytest.raises(DownloadError, match=r"1 attempt\(s\)"):
+        get_file("x.bin", url_tail, cache_dir=tmp_path)
+    assert len(calls) == 1 and _cache_files(tmp_path) == []
+
+
+def test_transient_classification():
+    import errno
+    import socket
+    import urllib.error
+    assert file_utils._is_transient(urllib.error.URLError(ConnectionResetError()))
+    assert file_utils._is_transient(urllib.error.URLError(socket.timeout()))
+    assert file_utils._is_transient(TimeoutError())
+    assert not file_utils._is_transient(urllib.error.URLError(socket.gaierror()))
+    assert not file_utils._is_transient(OSError(errno.ENOSPC, "full"))
+    assert not file_utils._is_transient(urllib.error.URLError("unknown url type: foo"))
+
+
+def test_downloaded_file_mode_follows_the_umask(server, tmp_path):
+    base, _ = server
+    old = os.umask(0o022)
+    try:
+        p = get_file("m.bin", base + "/good.bin", cache_dir=tmp_path)
+        d = get_file("archive.tar.gz", base + "/archive.tar.gz", cache_dir=tmp_path,
+                     extract=True)
+    finally:
+        os.umask(old)
+    assert os.stat(p).st_mode & 0o777 == 0o644
+    assert os.stat(d).st_mode & 0o777 == 0o755
