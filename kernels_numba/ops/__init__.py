@@ -10,6 +10,7 @@ from kernels_numba.ops import (  # noqa: F401
     dropout,
     elementwise,
     loss,
+    merge,
     normalization,
     optim,
     pool2d,
@@ -21,10 +22,11 @@ from kernels_numba.ops.dense import *  # noqa: F401,F403
 from kernels_numba.ops.dropout import *  # noqa: F401,F403
 from kernels_numba.ops.elementwise import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
+from kernels_numba.ops.merge import *  # noqa: F401,F403
 from kernels_numba.ops.normalization import *  # noqa: F401,F403
 from kernels_numba.ops.optim import *  # noqa: F401,F403
 from kernels_numba.ops.pool2d import *  # noqa: F401,F403
 from kernels_numba.ops.reduction import *  # noqa: F401,F403
 
 FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
-            "dropout", "loss", "reduction", "optim")
+            "dropout", "loss", "reduction", "optim", "merge")
