@@ -7,6 +7,7 @@ place and the reason it was passed over. A place that HAS the files but whose fi
 corrupt raises ValueError naming the file (a broken copy is never silently skipped).
 """
 
+import math
 import os
 import zipfile
 import zlib
@@ -47,14 +48,28 @@ def _idx_path(directory, stem):
     return None
 
 
-def check_splits(splits, source, num_classes):
-    """Validate ((x_train, y_train), (x_test, y_test)) read from `source`."""
+IMAGE_SHAPE = (28, 28)  # MNIST and Fashion-MNIST, as Keras returns them
+MAX_SAMPLES = 1 << 20  # 17x MNIST's 60,000: more is a corrupt header or a bomb
+
+
+def check_splits(splits, source, num_classes, image_shape=IMAGE_SHAPE):
+    """Validate ((x_train, y_train), (x_test, y_test)) read from `source`: uint8
+    images (N, *image_shape) and integer labels in [0, num_classes), returned as
+    uint8 (Keras's dtypes)."""
+    out = []
     for part, (x, y) in zip(("train", "test"), splits):
-        if x.ndim != 3 or y.ndim != 1:
+        if x.ndim != 1 + len(image_shape) or x.shape[1:] != tuple(image_shape) or y.ndim != 1:
             raise ValueError(
-                f"load_data: {source}: expected x_{part} of shape (N, H, W) and y_{part} "
-                f"of shape (N,); received {x.shape} and {y.shape}"
+                f"load_data: {source}: expected x_{part} of shape (N, "
+                f"{', '.join(map(str, image_shape))}) and y_{part} of shape (N,); "
+                f"received {x.shape} and {y.shape}"
             )
+        if x.dtype != np.uint8:
+            raise ValueError(f"load_data: {source}: expected x_{part} of dtype uint8 (as "
+                             f"Keras returns it); received {x.dtype}")
+        if y.dtype.kind not in "iu":
+            raise ValueError(f"load_data: {source}: expected integer labels in y_{part}; "
+                             f"received dtype {y.dtype}")
         if len(x) != len(y):
             raise ValueError(
                 f"load_data: {source}: x_{part} has {len(x)} images but y_{part} has "
@@ -65,36 +80,92 @@ def check_splits(splits, source, num_classes):
                 f"load_data: {source}: y_{part} labels must lie in [0, {num_classes}); "
                 f"received values in [{y.min()}, {y.max()}]"
             )
-    return splits
+        out.append((x, y.astype(np.uint8, copy=False)))
+    return tuple(out)
 
 
-def load_npz(path, num_classes):
-    """Read a Keras-style .npz; ValueError naming the file when it is unreadable."""
+def _npz_header(zf, member, path, key):
+    """(shape, dtype) of one .npy member, read from its header only."""
     try:
-        f = np.load(path, allow_pickle=False)
+        with zf.open(member) as fp:
+            version = np.lib.format.read_magic(fp)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError,
+            NotImplementedError, SyntaxError, TypeError) as e:
+        raise ValueError(f"load_data: {path} is corrupt: {key}: {e}") from e
+    if dtype.hasobject:
+        raise ValueError(f"load_data: {path}: {key} holds Python objects (pickles are "
+                         "not loaded); expected numeric arrays")
+    return tuple(shape), dtype
+
+
+def _check_npz_member(path, key, shape, dtype, image_shape):
+    want = (1 + len(image_shape)) if key.startswith("x") else 1
+    if len(shape) != want or (key.startswith("x") and shape[1:] != tuple(image_shape)):
+        what = f"(N, {', '.join(map(str, image_shape))})" if want > 1 else "(N,)"
+        raise ValueError(f"load_data: {path}: expected {key} of shape {what}; received "
+                         f"{shape}")
+    if key.startswith("x") and dtype != np.uint8:
+        raise ValueError(f"load_data: {path}: expected {key} of dtype uint8 (as Keras "
+                         f"returns it); received {dtype}")
+    if key.startswith("y") and dtype.kind not in "iu":
+        raise ValueError(f"load_data: {path}: expected integer labels in {key}; received "
+                         f"dtype {dtype}")
+    if shape[0] > MAX_SAMPLES:
+        raise ValueError(f"load_data: {path}: {key} declares {shape[0]} samples, over "
+                         f"the limit of {MAX_SAMPLES} (a corrupt header?)")
+
+
+def load_npz(path, num_classes, image_shape=IMAGE_SHAPE):
+    """Read a Keras-style .npz; ValueError naming the file when it is unreadable.
+
+    Each member's .npy header (shape, dtype) is checked before its data is read, and
+    only the declared bytes are inflated, so a small zip cannot demand gigabytes."""
+    try:
+        zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
-        raise ValueError(f"load_data: {path} is not a readable .npz file: {e}") from e
-    if not isinstance(f, np.lib.npyio.NpzFile):
-        raise ValueError(f"load_data: {path} holds a single array, not an .npz archive")
-    with f:
-        missing = [k for k in NPZ_KEYS if k not in f.files]
+        if zipfile.is_zipfile(path) or not os.path.isfile(path):
+            raise ValueError(f"load_data: {path} is not a readable .npz file: {e}") from e
+        raise ValueError(f"load_data: {path} is not an .npz archive (a single .npy "
+                         f"array or another format): {e}") from e
+    with zf:
+        members = {n[:-4] if n.endswith(".npy") else n: n for n in zf.namelist()}
+        missing = [k for k in NPZ_KEYS if k not in members]
         if missing:
             raise ValueError(
                 f"load_data: {path} lacks the keys {missing} "
-                f"(expected {list(NPZ_KEYS)}; found {f.files})"
+                f"(expected {list(NPZ_KEYS)}; found {sorted(members)})"
             )
-        try:
-            x_train, y_train, x_test, y_test = (f[k] for k in NPZ_KEYS)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
-            raise ValueError(f"load_data: {path} is corrupt: {e}") from e
-    return check_splits(((x_train, y_train), (x_test, y_test)), path, num_classes)
+        for key in NPZ_KEYS:
+            _check_npz_member(path, key, *_npz_header(zf, members[key], path, key),
+                              image_shape)
+        arrays = []
+        for key in NPZ_KEYS:
+            try:
+                with zf.open(members[key]) as fp:
+                    arrays.append(np.lib.format.read_array(fp, allow_pickle=False))
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+                raise ValueError(f"load_data: {path} is corrupt: {key}: {e}") from e
+    x_train, y_train, x_test, y_test = arrays
+    return check_splits(((x_train, y_train), (x_test, y_test)), path, num_classes,
+                        image_shape)
 
 
-def load_idx_files(paths, num_classes):
-    """Read the four IDX files given in IDX_STEMS order."""
-    x_train, y_train, x_test, y_test = (read_idx(p) for p in paths)
+def load_idx_files(paths, num_classes, image_shape=IMAGE_SHAPE):
+    """Read the four IDX files given in IDX_STEMS order (headers checked first)."""
+    limit = MAX_SAMPLES * math.prod(image_shape)
+    x_train, y_train, x_test, y_test = (
+        read_idx(p, dtype=np.uint8, ndim=1 + len(image_shape), item_shape=image_shape,
+                 max_bytes=limit) if i % 2 == 0 else
+        read_idx(p, dtype=np.uint8, ndim=1, max_bytes=MAX_SAMPLES)
+        for i, p in enumerate(paths))
     return check_splits(((x_train, y_train), (x_test, y_test)),
-                        os.path.dirname(paths[0]), num_classes)
+                        os.path.dirname(paths[0]), num_classes, image_shape)
 
 
 def load_dir(directory, npz_names, num_classes):

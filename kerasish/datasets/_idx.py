@@ -6,6 +6,7 @@ compression does not add up raises ValueError naming the file, never a reshape e
 """
 
 import gzip
+import math
 import os
 import struct
 import zlib
@@ -23,7 +24,9 @@ _DTYPES = {
 }
 _CODES = {dt.newbyteorder("="): code for code, dt in _DTYPES.items()}
 _GZIP_MAGIC = b"\x1f\x8b"
-_MAX_DIMS = 8  # MNIST uses 1 or 3; anything above this is a corrupt header
+_MAX_DIMS = 4  # MNIST uses 1 or 3, NORB-style files 4; more is a corrupt header
+MAX_BYTES = 1 << 30  # 1 GiB: 20x MNIST's images; more is a corrupt header or a bomb
+_FIRST_BUFFER = 1 << 20
 
 
 def is_gzip(path):
@@ -51,17 +54,47 @@ def _read_header(f, path):
         )
     ndim = magic[3]
     if not 1 <= ndim <= _MAX_DIMS:
-        raise ValueError(f"read_idx: {path} has a corrupt header: {ndim} dimensions")
+        raise ValueError(f"read_idx: {path} has a corrupt header: {ndim} dimensions "
+                         f"(expected 1 to {_MAX_DIMS})")
     dims = struct.unpack(f">{ndim}I", _read_exact(f, 4 * ndim, path, "dimensions"))
     return _DTYPES[magic[2]], tuple(int(d) for d in dims)
 
 
-def _read_payload(f, path, dtype, dims):
-    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
-    out = np.empty(nbytes, dtype=np.uint8)
-    view, got = memoryview(out), 0
-    while got < nbytes:  # readinto straight into the array: no extra copy of 47 MB
-        n = f.readinto(view[got:])
+def _check_header(path, dtype, dims, expect_dtype, expect_ndim, expect_tail, max_bytes):
+    """The header against the caller's expectations and the size limit, before any
+    data is read (Python ints: no overflow)."""
+    if expect_ndim is not None and len(dims) != expect_ndim:
+        raise ValueError(f"read_idx: {path}: expected a {expect_ndim}-D array; the "
+                         f"header says {len(dims)}-D {dims}")
+    if expect_tail is not None and tuple(dims[1:]) != tuple(expect_tail):
+        raise ValueError(f"read_idx: {path}: expected items of shape {tuple(expect_tail)}; "
+                         f"the header says {dims} (items {tuple(dims[1:])})")
+    if expect_dtype is not None and dtype.newbyteorder("=") != np.dtype(expect_dtype):
+        raise ValueError(f"read_idx: {path}: expected {np.dtype(expect_dtype).name} data; "
+                         f"the header says {dtype.name}")
+    nbytes = math.prod(dims) * dtype.itemsize
+    if nbytes > max_bytes:
+        raise ValueError(f"read_idx: {path}: the header declares {dims} {dtype.name} = "
+                         f"{nbytes} bytes, over the limit of {max_bytes} bytes (a corrupt "
+                         "header or a decompression bomb)")
+    return nbytes
+
+
+def _read_payload(f, path, dtype, dims, nbytes, stored=None):
+    """Read exactly `nbytes`. The buffer grows with the data actually read (never to
+    the header's claim up front), so a short file costs only what it holds."""
+    if stored is not None and stored != nbytes:  # raw file: its size is known
+        raise ValueError(
+            f"read_idx: {path} is {'truncated' if stored < nbytes else 'corrupt'}: header "
+            f"says {dims} {dtype.name} ({nbytes} data bytes) but {stored} follow"
+            + ("" if stored < nbytes else " (more data than its header announces)"))
+    size = nbytes if stored is not None else min(nbytes, _FIRST_BUFFER)
+    buf = bytearray(size)
+    got = 0
+    while got < nbytes:
+        if got == len(buf):  # double, capped at what the header says
+            buf.extend(bytes(min(len(buf), nbytes - len(buf))))
+        n = f.readinto(memoryview(buf)[got:])
         if not n:
             break
         got += n
@@ -74,30 +107,42 @@ def _read_payload(f, path, dtype, dims):
         raise ValueError(
             f"read_idx: {path} is corrupt: more data than its header {dims} announces"
         )
-    return out.view(dtype).reshape(dims)
+    return np.frombuffer(buf, dtype=dtype).reshape(dims)
 
 
-def read_idx(path):
+def read_idx(path, dtype=None, ndim=None, item_shape=None, max_bytes=MAX_BYTES):
     """Read one IDX file (gzip detected from its content) into a native-endian array.
+
+    The header is checked before any data is read; gzip data is inflated only up to
+    the size the header declares (plus one byte, to detect overlong data).
 
     Args:
         path: file path, gzipped or raw.
+        dtype, ndim, item_shape: optional expectations (e.g. uint8, 3, (28, 28)).
+        max_bytes: refuse headers declaring more data than this (default 1 GiB).
 
     Returns:
         np.ndarray with the header's shape and dtype (uint8 for MNIST), writable.
 
     Raises:
-        ValueError: bad magic number, impossible dimensions, truncated or overlong data,
-            or a corrupt gzip stream; the message names the file.
+        ValueError: bad magic number, impossible or unexpected dimensions or dtype,
+            a declared size over `max_bytes`, truncated or overlong data, or a corrupt
+            gzip stream; the message names the file.
     """
     path = os.fspath(path)
     try:
-        opener = gzip.open if is_gzip(path) else open
-        with opener(path, "rb") as f:
-            dtype, dims = _read_header(f, path)
-            arr = _read_payload(f, path, dtype, dims)
+        gz = is_gzip(path)
+        with (gzip.open if gz else open)(path, "rb") as f:
+            dt, dims = _read_header(f, path)
+            nbytes = _check_header(path, dt, dims, dtype, ndim, item_shape, max_bytes)
+            stored = None if gz else os.path.getsize(path) - 4 - 4 * len(dims)
+            arr = _read_payload(f, path, dt, dims, nbytes, stored)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise ValueError(f"read_idx: {path} is a corrupt or truncated gzip file: {e}") from e
+    except OSError as e:
+        if path in str(e):
+            raise
+        raise OSError(e.errno, f"read_idx: cannot read {path}: {e.strerror or e}") from e
     if arr.dtype.byteorder not in ("=", "|"):
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr

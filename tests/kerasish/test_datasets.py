@@ -20,7 +20,7 @@ MNIST_SMALL = os.path.join(REPO, "..", "shared", "datasets", "mnist-small")
 DEBIAN_FASHION = "/usr/share/datasets/fashion-mnist"
 
 
-def _splits(seed, n_train=7, n_test=5, hw=(4, 3)):
+def _splits(seed, n_train=7, n_test=5, hw=(28, 28)):
     rng = np.random.default_rng(seed)
     return ((rng.integers(0, 256, (n_train, *hw), dtype=np.uint8),
              rng.integers(0, 10, n_train, dtype=np.uint8)),
@@ -305,3 +305,105 @@ def test_mnist_small_via_path():
     assert xb.shape == (10000, 28, 28) and yb.shape == (10000,)
     assert np.bincount(ya).tolist() == [500] * 10
     assert yb[:5].tolist() == [7, 2, 1, 0, 4]  # the official test set's first labels
+
+
+# ---- untrusted files: shapes, dtypes and sizes checked before data is read
+
+def _idx_header(code, dims):
+    import struct
+    return bytes([0, 0, code, len(dims)]) + struct.pack(f">{len(dims)}I", *dims)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("header, msg", [
+    (_idx_header(8, (1, 1, 1, 1, 1)), "5 dimensions"),
+    (_idx_header(8, (2**32 - 1,) * 4), "over the limit"),  # overflows int64: no wrap
+    (_idx_header(0x0E, (2**31, 3)), "over the limit"),
+])
+def test_idx_impossible_headers(tmp_path, gz, header, msg):
+    p = _corrupt(tmp_path, "h-idx3-ubyte", header + bytes(64), gz)
+    with pytest.raises(ValueError, match=msg) as e:
+        read_idx(p)
+    assert str(p) in str(e.value)
+
+
+def test_idx_gzip_bomb_is_refused_before_inflating(tmp_path):
+    """1.8 MB of gzip announcing 2.5M images (1.96 GB): refused from its header; one
+    announcing 100k images over 96 MB of zeros stops after the announced 78 MB."""
+    import resource
+    zeros = bytes(1 << 24)
+    for n, msg in ((2_500_000, "over the limit"), (100_000, "more data")):
+        p = tmp_path / f"bomb{n}.gz"
+        with gzip.open(p, "wb", compresslevel=1) as f:
+            f.write(_idx_header(8, (n, 28, 28)))
+            for _ in range(6):  # 96 MB of zeros, more than the 78 MB announced
+                f.write(zeros)
+        d = _bomb_dir(tmp_path, p)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(ValueError, match=msg) as e:
+            mnist.load_data(path=d)
+        assert str(d / "train-images-idx3-ubyte.gz") in str(e.value)
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        assert grown_mb < 400, grown_mb
+
+
+def _bomb_dir(tmp_path, images):
+    d = tmp_path / f"d-{images.name}"
+    _write_idx_dir(d, _splits(0))
+    os.replace(images, d / "train-images-idx3-ubyte.gz")
+    return d
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (lambda s: ((s[0][0][:, :5, :7].copy(), s[0][1]), s[1]), r"\(N, 28, 28\)"),
+    (lambda s: ((s[0][0].astype(np.float64), s[0][1]), s[1]), "dtype uint8"),
+    (lambda s: ((s[0][0], np.full(7, np.nan)), s[1]), "integer labels"),
+    (lambda s: ((s[0][0], s[0][1][:, None]), s[1]), r"\(N,\)"),
+])
+def test_npz_with_wrong_shapes_or_dtypes_is_refused(tmp_path, bad, msg):
+    p = _write_npz(str(tmp_path / "m" / "mnist.npz"), bad(_splits(5)))
+    with pytest.raises(ValueError, match=msg) as e:
+        mnist.load_data(path=p)
+    assert p in str(e.value)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_idx_with_wrong_item_shape_or_dtype_is_refused(tmp_path, gz):
+    want = _splits(6)
+    d = _write_idx_dir(tmp_path / "d", want, gz)
+    p = os.path.join(d, "t10k-images-idx3-ubyte" + (".gz" if gz else ""))
+    write_idx(p, np.zeros((5, 5, 7), np.uint8))
+    with pytest.raises(ValueError, match=r"items of shape \(28, 28\)") as e:
+        fashion_mnist.load_data(path=d)
+    assert p in str(e.value)
+    write_idx(p, np.zeros((5, 28, 28), np.float32))
+    with pytest.raises(ValueError, match="expected uint8") as e:
+        fashion_mnist.load_data(path=d)
+    assert p in str(e.value)
+
+
+def test_npz_labels_come_back_uint8_and_bombs_are_refused(tmp_path):
+    (xa, ya), (xb, yb) = _splits(7)
+    p = _write_npz(str(tmp_path / "a" / "mnist.npz"), ((xa, ya.astype(np.int64)), (xb, yb)))
+    (_, y), _ = mnist.load_data(path=p)
+    assert y.dtype == np.uint8
+    # A compressed member whose header declares 10**9 images: refused from the header.
+    q = str(tmp_path / "b" / "mnist.npz")
+    os.makedirs(os.path.dirname(q))
+    import io
+    import zipfile
+    with zipfile.ZipFile(q, "w", zipfile.ZIP_DEFLATED) as z:
+        for key, arr in zip(("x_train", "y_train", "x_test", "y_test"), (xa, ya, xb, yb)):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, arr)
+            data = buf.getvalue()
+            if key == "x_train":
+                hdr = np.lib.format.header_data_from_array_1_0(arr)
+                hdr["shape"] = (10**9, 28, 28)
+                head = io.BytesIO()
+                np.lib.format.write_array_header_1_0(head, hdr)
+                data = head.getvalue() + bytes(1 << 20)
+            z.writestr(key + ".npy", data)
+    with pytest.raises(ValueError, match="over the limit") as e:
+        mnist.load_data(path=q)
+    assert q in str(e.value)
