@@ -19,12 +19,39 @@ def _write_json_atomically(path, data):
     os.replace(tmp, path)  # readers see the old file or the new one, never half
 
 
+def _read_metadata(path):
+    """{"epoch": int >= 0, "batch": int >= 0, "loader": dict or None}, or ValueError
+    naming the file."""
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"BackupAndRestore: corrupt backup metadata {path}: not valid "
+                         f"JSON ({e})") from e
+    if not isinstance(meta, dict):
+        raise ValueError(f"BackupAndRestore: corrupt backup metadata {path}: expected a "
+                         f"JSON object; received {type(meta).__name__}")
+    for key in ("epoch", "batch"):
+        value = meta.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"BackupAndRestore: corrupt backup metadata {path}: expected "
+                             f"'{key}' an int >= 0; received {value!r}")
+    if "epoch" not in meta:
+        raise ValueError(f"BackupAndRestore: corrupt backup metadata {path}: no 'epoch'")
+    loader = meta.get("loader")
+    if loader is not None and not isinstance(loader, dict):
+        raise ValueError(f"BackupAndRestore: corrupt backup metadata {path}: expected "
+                         f"'loader' an object; received {type(loader).__name__}")
+    return meta
+
+
 class BackupAndRestore(Callback):
     """Back up the weights and the epoch count so an interrupted `fit` can resume.
 
     At each save it writes `backup_dir/latest.weights.h5` (`model.save_weights`) and
-    then `backup_dir/training_metadata.json` (`{"epoch": E, "batch": B}`, E = epochs
-    completed), the JSON atomically. At `on_train_begin` it loads both if present and
+    then `backup_dir/training_metadata.json` (`{"epoch": E, "batch": B, "loader": S}`,
+    E = epochs completed, S = the shuffling state of fit's DataLoader so a resumed
+    `shuffle=True` run draws the same orders), the JSON atomically. At `on_train_begin` it loads both if present and
     sets `model._initial_epoch = E`, so `fit` restarts at epoch E. A finished `fit`
     deletes the backup; an interrupted one (exception, KeyboardInterrupt) keeps it.
 
@@ -39,7 +66,8 @@ class BackupAndRestore(Callback):
             it is then empty.
 
     Raises:
-        ValueError: empty `backup_dir` or a bad `save_freq`.
+        ValueError: empty `backup_dir` or a bad `save_freq`; at `on_train_begin`, corrupt
+            metadata (not JSON, a negative epoch, ...), naming the file.
     """
 
     def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False,
@@ -84,10 +112,22 @@ class BackupAndRestore(Callback):
                     "build it beforehand by calling it on a batch of data.")
             self.model.load_weights(weights_path)
         if os.path.exists(metadata_path):
-            with open(metadata_path) as f:
-                epoch = int(json.load(f)["epoch"])
-            self.model._initial_epoch = epoch
-            self._current_epoch = epoch
+            meta = _read_metadata(metadata_path)
+            loader = self._loader()
+            if loader is not None and meta.get("loader") is not None:
+                try:
+                    loader.set_state(meta["loader"])
+                except ValueError as e:
+                    raise ValueError(f"BackupAndRestore: corrupt backup metadata "
+                                     f"{metadata_path}: 'loader': {e}") from e
+            self.model._initial_epoch = meta["epoch"]
+            self._current_epoch = meta["epoch"]
+
+    def _loader(self):
+        """The training DataLoader, when the trainer exposes it (`model._train_loader`)
+        and it has a shuffling state to keep (generators and Sequences do not)."""
+        loader = getattr(self.model, "_train_loader", None)
+        return loader if callable(getattr(loader, "get_state", None)) else None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._current_epoch = epoch
@@ -96,7 +136,7 @@ class BackupAndRestore(Callback):
         self._current_epoch = epoch + 1
         self._last_batch_seen = 0
         if self.save_freq == "epoch":
-            self._save()
+            self._save(epoch_end=True)
 
     def on_train_batch_end(self, batch, logs=None):
         if self.save_freq == "epoch":
@@ -108,9 +148,9 @@ class BackupAndRestore(Callback):
         self._last_batch_seen = batch
         if self._batches_since_save >= self.save_freq:
             self._batches_since_save = 0
-            self._save()
+            self._save(epoch_end=False)
 
-    def _save(self):
+    def _save(self, epoch_end):
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for src, dst in ((self._weights_path, self._prev_weights_path),
@@ -120,8 +160,12 @@ class BackupAndRestore(Callback):
         # Weights first: a crash in between leaves the old epoch count with newer
         # weights, which only repeats an epoch.
         self.model.save_weights(self._weights_path)
-        _write_json_atomically(self._metadata_path,
-                               {"epoch": self._current_epoch, "batch": self._last_batch_seen})
+        meta = {"epoch": self._current_epoch, "batch": self._last_batch_seen}
+        loader = self._loader()
+        if loader is not None:
+            # Mid-epoch, the epoch is redone on resume: keep the order it started with.
+            meta["loader"] = loader.get_state(epoch_start=not epoch_end)
+        _write_json_atomically(self._metadata_path, meta)
 
     def on_train_end(self, logs=None):
         if not self.delete_checkpoint:

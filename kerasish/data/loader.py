@@ -7,6 +7,7 @@ exception, KeyboardInterrupt) sets a stop event and joins the thread, and the th
 is a daemon, so a worker stuck in user code can never keep the process alive at exit.
 """
 
+import copy
 import queue
 import threading
 import warnings
@@ -116,6 +117,8 @@ def _gather(data, idx):
     """data[idx] along the first axis, for arrays and for any indexable."""
     if isinstance(data, np.ndarray):
         return np.take(data, idx, axis=0)
+    if hasattr(data, "take_rows"):  # data.columns.Columns: several arrays at once
+        return data.take_rows(idx)
     try:  # h5py-like: fancy indexing that wants increasing indices
         pos = np.argsort(idx, kind="stable")
         got = np.asarray(data[idx[pos]])
@@ -178,6 +181,7 @@ class DataLoader:
         self.seed = seed
         self.epoch = 0  # epochs started
         self._rng = np.random.default_rng(kerasish_random.new_seed() if seed is None else seed)
+        self._epoch_start = self._snapshot()
 
     def __len__(self):
         if self.drop_remainder:
@@ -208,7 +212,38 @@ class DataLoader:
             xb, yb = self.transform(xb, yb)
         return xb, yb
 
+    def _snapshot(self):
+        return {"epoch": self.epoch, "rng": copy.deepcopy(self._rng.bit_generator.state)}
+
+    def get_state(self, epoch_start=False):
+        """The shuffling state, JSON-serializable: `{"epoch", "rng"}` (epochs started,
+        the permutation generator's state). `epoch_start=True` gives it as it was
+        before the current epoch drew its order (to redo that epoch on resume)."""
+        return copy.deepcopy(self._epoch_start if epoch_start else self._snapshot())
+
+    def set_state(self, state):
+        """Restore a `get_state()` result, so the next epochs draw the same orders as
+        the run it was taken from (BackupAndRestore's bit-identical resume).
+
+        Raises:
+            ValueError: a state that is not one `get_state()` of this kind returns.
+        """
+        try:
+            epoch, rng = state["epoch"], state["rng"]
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+                raise ValueError(f"epoch must be an int >= 0; received {epoch!r}")
+            kind = type(self._rng.bit_generator).__name__
+            if not isinstance(rng, dict) or rng.get("bit_generator") != kind:
+                raise ValueError(f"rng must be a {kind} state; received {rng!r:.80}")
+            self._rng.bit_generator.state = copy.deepcopy(rng)
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise ValueError(f"DataLoader.set_state: expected a dict from get_state(); "
+                             f"{e}") from e
+        self.epoch = epoch
+        self._epoch_start = self._snapshot()
+
     def __iter__(self):
+        self._epoch_start = self._snapshot()
         batches = self.batch_indices()  # drawn now, in the caller's thread: reproducible
         self.epoch += 1
         if self.prefetch == 0:
