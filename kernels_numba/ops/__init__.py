@@ -5,8 +5,10 @@ Every family module defines __all__; all of them are re-exported here, so
 """
 from kernels_numba.ops import (  # noqa: F401
     activation,
+    conv1d,
     conv2d,
     dense,
+    embedding,
     dropout,
     elementwise,
     loss,
@@ -14,19 +16,24 @@ from kernels_numba.ops import (  # noqa: F401
     normalization,
     optim,
     pool2d,
+    recurrent,
     reduction,
 )
 from kernels_numba.ops.activation import *  # noqa: F401,F403
+from kernels_numba.ops.conv1d import *  # noqa: F401,F403
 from kernels_numba.ops.conv2d import *  # noqa: F401,F403
 from kernels_numba.ops.dense import *  # noqa: F401,F403
 from kernels_numba.ops.dropout import *  # noqa: F401,F403
 from kernels_numba.ops.elementwise import *  # noqa: F401,F403
+from kernels_numba.ops.embedding import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
 from kernels_numba.ops.merge import *  # noqa: F401,F403
 from kernels_numba.ops.normalization import *  # noqa: F401,F403
 from kernels_numba.ops.optim import *  # noqa: F401,F403
 from kernels_numba.ops.pool2d import *  # noqa: F401,F403
+from kernels_numba.ops.recurrent import *  # noqa: F401,F403
 from kernels_numba.ops.reduction import *  # noqa: F401,F403
 
 FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
-            "dropout", "loss", "reduction", "optim", "merge")
+            "dropout", "loss", "reduction", "optim", "recurrent",
+            "embedding", "conv1d", "merge")
