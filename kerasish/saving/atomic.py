@@ -46,8 +46,62 @@ def _check_target(filepath, overwrite):
         raise FileExistsError(
             f"Cannot save to {filepath}: the file exists and overwrite=False")
     directory = os.path.dirname(os.path.abspath(filepath))
-    os.makedirs(directory, exist_ok=True)
+    parent = directory
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(f"Cannot save to {filepath}: {parent} is a file, not a "
+                                 "directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise type(e)(e.errno, f"Cannot save to {filepath}: cannot create its directory "
+                               f"{directory} ({e.strerror})") from e
     return filepath
+
+
+def _pid_alive(pid):
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True  # another thread of this process may be writing it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temps(filepath):
+    """Remove the temporary files that killed saves to `filepath` left behind: those
+    named `.<base>.kerasish-tmp-<pid>-<hex>` whose writer process is gone. A live
+    writer's file (or one we cannot tell about) is never touched. Returns the paths
+    removed."""
+    directory, base = os.path.split(os.path.abspath(filepath))
+    prefix = f".{base}{_TMP_MARKER}"
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid, sep, tag = name[len(prefix):].partition("-")
+        if not (sep and pid.isdigit() and tag and all(c in "0123456789abcdef" for c in tag)):
+            continue
+        if _pid_alive(int(pid)):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:  # gone already, or not ours to remove
+            pass
+    return removed
 
 
 @contextlib.contextmanager
@@ -55,9 +109,11 @@ def atomic_path(filepath, overwrite=True):
     """Yield a temporary path to write; on success it atomically replaces `filepath`.
 
     The caller writes and closes the temporary file inside the block. On an error the
-    temporary file is removed and the target is left untouched.
+    temporary file is removed and the target is left untouched. Temporary files of
+    earlier saves to the same path whose writer was killed are removed first.
     """
     filepath = _check_target(filepath, overwrite)
+    remove_stale_temps(filepath)
     tmp = temp_path_for(filepath)
     # Created here (O_EXCL, mode 0o666 & ~umask) so a new file gets the usual
     # permissions rather than mkstemp's 0o600.
