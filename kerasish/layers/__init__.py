@@ -5,6 +5,9 @@ from kerasish.layers.convolutional import Conv2D
 from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Rescaling, Reshape
 from kerasish.layers.input_layer import Input, InputLayer
 from kerasish.layers.layer import Layer
+from kerasish.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply,
+                                     Subtract, add, average, concatenate, maximum, minimum,
+                                     multiply, subtract)
 from kerasish.layers.normalization import BatchNormalization
 from kerasish.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
 
@@ -16,7 +19,7 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 BUILTIN = {cls.__name__: cls for cls in (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
-    Rescaling)}
+    Rescaling, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)}
 
 def register(cls, name=None):
     """Make a custom Layer class loadable from configs by its class name (the same
@@ -49,4 +52,6 @@ def serialize(layer):
 __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",
            "Dropout", "Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
            "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "Rescaling", "deserialize",
-           "serialize", "register"]
+           "serialize", "register",
+           "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
+           "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate"]

@@ -1,0 +1,226 @@
+"""Merge layers through the Layer contract (list of shapes, list of buffers, a list of
+dx with None where no gradient is wanted): forward against real Keras 3 (torch
+backend) where it is installed, backward against finite differences, on the CPU twins
+and on the CUDA kernels under the simulator; errors and configs as Keras's."""
+
+import os
+
+import numpy as np
+import pytest
+
+import kernels_numba
+from kerasish import layers
+from kernels_numba.testing import assert_close, numeric_grad
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+
+CASES = [
+    ("add2", lambda L: L.Add(), [(2, 3), (2, 3)]),
+    ("add3", lambda L: L.Add(), [(1, 2, 3)] * 3),
+    ("add1", lambda L: L.Add(), [(2, 3)]),
+    ("subtract", lambda L: L.Subtract(), [(3, 2, 2), (3, 2, 2)]),
+    ("multiply2", lambda L: L.Multiply(), [(2, 5), (2, 5)]),
+    ("multiply4", lambda L: L.Multiply(), [(3, 2)] * 4),
+    ("average3", lambda L: L.Average(), [(2, 3)] * 3),
+    ("maximum2", lambda L: L.Maximum(), [(2, 3), (2, 3)]),
+    ("maximum3", lambda L: L.Maximum(), [(3, 1, 4)] * 3),
+    ("minimum3", lambda L: L.Minimum(), [(2, 5)] * 3),
+    ("concat_last", lambda L: L.Concatenate(), [(2, 3), (2, 1), (2, 4)]),
+    ("concat_axis1", lambda L: L.Concatenate(axis=1), [(2, 2, 3), (2, 1, 3)]),
+    ("concat_axis_m2", lambda L: L.Concatenate(axis=-2), [(1, 3, 2, 2), (1, 3, 1, 2)]),
+    ("concat_one", lambda L: L.Concatenate(), [(3, 2)]),
+]
+IDS = [c[0] for c in CASES]
+
+
+def _inputs(shapes, seed=0):
+    """Random inputs, spread so that no two are within 0.05 (max/min have no ties)."""
+    rng = np.random.default_rng(seed)
+    total = sum(int(np.prod(s)) for s in shapes)
+    values = (rng.permutation(total) * 0.05 - total * 0.025).astype(np.float32)
+    out, start = [], 0
+    for s in shapes:
+        size = int(np.prod(s))
+        out.append(values[start:start + size].reshape(s))
+        start += size
+    return out
+
+
+def _built(layer, shapes, device):
+    batch = shapes[0][0]
+    listed = [(None, *s[1:]) for s in shapes]
+    layer.build(listed)
+    out = layer.compute_output_shape(listed)
+    layer.scratch = {k: kernels_numba.empty(s, d, device)
+                     for k, (s, d) in layer.scratch_shapes(batch).items()}
+    return (batch, *out[1:])
+
+
+def _forward(layer, xs, out_shape, device):
+    xb = [kernels_numba.to_device(np.ascontiguousarray(x), device) for x in xs]
+    yb = kernels_numba.empty(out_shape, np.float32, device)
+    before = kernels_numba.allocation_count()
+    layer.forward(yb, xb, True)
+    assert kernels_numba.allocation_count() == before, "forward allocated"
+    return xb, yb
+
+
+def _backward(layer, xb, yb, g, device, wanted=None):
+    wanted = [True] * len(xb) if wanted is None else wanted
+    dxb = [kernels_numba.to_device(np.full(x.shape, 7, np.float32), device) if w else None
+           for x, w in zip(xb, wanted)]
+    gb = kernels_numba.to_device(g, device)
+    before = kernels_numba.allocation_count()
+    layer.backward(dxb, gb, xb, yb)
+    assert kernels_numba.allocation_count() == before, "backward allocated"
+    return [None if d is None else kernels_numba.to_host(d) for d in dxb]
+
+
+@pytest.mark.parametrize("name,make,shapes", CASES, ids=IDS)
+def test_backward_matches_finite_differences(device, name, make, shapes):
+    layer = make(layers)
+    out_shape = _built(layer, shapes, device)
+    xs = _inputs(shapes)
+    g = np.random.default_rng(1).standard_normal(out_shape).astype(np.float32)
+    xb, yb = _forward(layer, xs, out_shape, device)
+    grads = _backward(layer, xb, yb, g.copy(), device)
+
+    def objective(i):
+        def f(t):
+            probe = [x if j != i else t.astype(np.float32) for j, x in enumerate(xs)]
+            return float(np.sum(kernels_numba.to_host(_forward(layer, probe, out_shape,
+                                                               device)[1]) * g))
+        return f
+
+    for i, (x, grad) in enumerate(zip(xs, grads)):
+        assert_close(grad, numeric_grad(objective(i), x, eps=1e-2), rtol=1e-3, atol=1e-3,
+                     what=f"{name} input {i}")
+
+
+@pytest.mark.parametrize("name,make,shapes", CASES, ids=IDS)
+def test_forward_matches_keras(device, name, make, shapes):
+    real = _real_keras()
+    layer = make(layers)
+    out_shape = _built(layer, shapes, device)
+    xs = _inputs(shapes, seed=2)
+    want = np.asarray(make(real.layers)(xs))
+    assert tuple(want.shape) == out_shape
+    assert_close(kernels_numba.to_host(_forward(layer, xs, out_shape, device)[1]), want,
+                 rtol=1e-6, atol=1e-6, what=name)
+
+
+@pytest.mark.parametrize("wanted", [[False, True, False], [True, False, False],
+                                    [False, False, True], [True, False, True]],
+                         ids=["middle", "first", "last", "ends"])
+@pytest.mark.parametrize("kind", ["Multiply", "Maximum", "Minimum", "Add", "Average",
+                                  "Concatenate"])
+def test_some_inputs_need_no_gradient(device, kind, wanted):
+    shapes = [(2, 3)] * 3
+    xs = _inputs(shapes, seed=3)
+    g = np.random.default_rng(4).standard_normal((2, 9 if kind == "Concatenate" else 3))
+    g = g.astype(np.float32)
+    full_layer, part_layer = getattr(layers, kind)(), getattr(layers, kind)()
+    out_shape = _built(full_layer, shapes, device)
+    _built(part_layer, shapes, device)
+    full = _backward(full_layer, *_forward(full_layer, xs, out_shape, device), g.copy(), device)
+    part = _backward(part_layer, *_forward(part_layer, xs, out_shape, device), g.copy(), device,
+                     wanted)
+    for i, w in enumerate(wanted):
+        if w:
+            assert_close(part[i], full[i], rtol=0, atol=0, what=f"{kind} input {i}")
+        else:
+            assert part[i] is None
+
+
+def test_extremum_ties_split_as_keras_torch_backend(device):
+    torch = pytest.importorskip("torch")
+    real = _real_keras()
+    a = np.array([[1, 2, 3, 3]], np.float32)
+    b = np.array([[1, 0, 3, 5]], np.float32)
+    c = np.array([[1, 2, 4, 0]], np.float32)
+    g = np.array([[1, 2, 4, 8]], np.float32)
+    for kind in ("Maximum", "Minimum"):
+        layer = getattr(layers, kind)()
+        out_shape = _built(layer, [a.shape] * 3, device)
+        ours = _backward(layer, *_forward(layer, [a, b, c], out_shape, device), g.copy(), device)
+        ts = [torch.tensor(v, requires_grad=True) for v in (a, b, c)]
+        (getattr(real.layers, kind)()(ts) * torch.tensor(g)).sum().backward()
+        for i, t in enumerate(ts):
+            assert_close(ours[i], t.grad.numpy(), rtol=0, atol=0, what=f"{kind} input {i}")
+
+
+def test_nan_propagates(device):
+    x = [np.array([[np.nan, 1.0]], np.float32), np.array([[2.0, np.nan]], np.float32)]
+    for kind in ("Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"):
+        layer = getattr(layers, kind)()
+        out_shape = _built(layer, [(1, 2)] * 2, device)
+        assert np.isnan(kernels_numba.to_host(_forward(layer, x, out_shape, device)[1])).all(), \
+            kind
+
+
+def test_output_shapes_and_batch():
+    assert layers.Add().compute_output_shape([(None, 3), (None, 3)]) == (None, 3)
+    assert layers.Add().compute_output_shape([(4, 3), (None, 3)]) == (4, 3)
+    assert layers.Multiply().compute_output_shape([(None, None, 3), (None, 5, 3)]) == \
+        (None, 5, 3)
+    assert layers.Concatenate(axis=1).compute_output_shape(
+        [(None, 2, 3), (None, 4, 3)]) == (None, 6, 3)
+    assert layers.Concatenate().compute_output_shape([(None, 2, None), (None, 2, 3)]) == \
+        (None, 2, None)
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match=r"`Subtract` layer \('subtract'\) should be called on "
+                                         r"exactly 2 inputs; received input_shape=\[\(None, 3\), "
+                                         r"\(None, 3\), \(None, 3\)\]"):
+        layers.Subtract().build([(None, 3)] * 3)
+    with pytest.raises(ValueError, match=r"Add 'add': expected inputs of one shape .*"
+                                         r"received input_shape=\[\(None, 3\), \(None, 4\)\]"):
+        layers.Add().build([(None, 3), (None, 4)])
+    with pytest.raises(ValueError, match="broadcasting"):
+        layers.Maximum().build([(None, 1), (None, 4)])
+    with pytest.raises(ValueError, match="broadcasting"):
+        layers.Multiply().build([(None, 2, 4), (None, 4)])
+    with pytest.raises(ValueError, match="should be called on a list"):
+        layers.Average().build((None, 3))
+    with pytest.raises(ValueError, match="different batch sizes"):
+        layers.Add().build([(2, 3), (3, 3)])
+    with pytest.raises(ValueError, match=r"Concatenate 'concatenate': a `Concatenate` layer "
+                                         r"requires inputs with matching shapes except for the "
+                                         r"concatenation axis -1"):
+        layers.Concatenate().build([(None, 2, 3), (None, 3, 3)])
+    with pytest.raises(ValueError, match="batch axis"):
+        layers.Concatenate(axis=0).build([(None, 3), (None, 3)])
+    with pytest.raises(ValueError, match="batch axis"):
+        layers.Concatenate(axis=-2).build([(None, 3), (None, 3)])
+    with pytest.raises(ValueError, match="axis=2 inside it"):
+        layers.Concatenate(axis=2).build([(None, 3), (None, 3)])
+    with pytest.raises(TypeError, match="integer axis"):
+        layers.Concatenate(axis="1")
+    layer = layers.Add()
+    layer.build([(None, 2)] * 2)
+    with pytest.raises(ValueError, match="built for 2 inputs; received 3"):
+        layer.forward(np.zeros((1, 2), np.float32), [np.zeros((1, 2), np.float32)] * 3, True)
+
+
+@pytest.mark.parametrize("kind,kwargs", [("Add", {}), ("Subtract", {}), ("Multiply", {}),
+                                         ("Average", {}), ("Maximum", {}), ("Minimum", {}),
+                                         ("Concatenate", {"axis": 1})])
+def test_configs_cross_with_keras(kind, kwargs):
+    real = _real_keras()
+    theirs = getattr(real.layers, kind)(name=f"m_{kind}", **kwargs).get_config()
+    ours = getattr(layers, kind)(name=f"m_{kind}", **kwargs)
+    assert set(ours.get_config()) == set(theirs)
+    back = layers.deserialize({"class_name": kind, "config": theirs})
+    assert type(back).__name__ == kind and back.name == f"m_{kind}"
+    assert back.get_config() == ours.get_config()
+    again = getattr(real.layers, kind).from_config(ours.get_config())
+    assert again.name == f"m_{kind}" and getattr(again, "axis", None) == kwargs.get("axis")
+
+
+def _real_keras():
+    pytest.importorskip("torch", reason="needs torch (the `test` extra)")
+    real = pytest.importorskip("keras", reason="needs Keras 3 (the `test` extra)")
+    if not real.__version__.startswith("3."):
+        pytest.skip(f"needs Keras 3; found keras {real.__version__}")
+    return real
