@@ -50,7 +50,8 @@ class MaxPooling2D(_Pooling2D):
 
     def backward(self, dx, dy, x, y):
         if dx is not None:
-            ops.maxpool2d_backward(dx, dy, self.scratch_view("argmax", dy.shape[0]))
+            ops.maxpool2d_backward(dx, dy, self.scratch_view("argmax", dy.shape[0]),
+                                   **self._kw())
 
 
 class AveragePooling2D(_Pooling2D):

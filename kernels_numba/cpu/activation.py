@@ -3,6 +3,10 @@
 One scalar function per direction selects the kind by its integer code (the
 same codes as the CUDA kernels); the flat loops run over elements, softmax over
 rows, in parallel for large buffers.
+
+NaN propagates as IEEE says: the selects are written so that a NaN input takes the
+branch that returns it (`not v <= 0` is true for NaN) and a NaN input gives a NaN
+gradient (f'(NaN) is NaN). A NaN dy where f'(x) == 0 gives 0, as Keras's backends.
 """
 
 import math
@@ -42,7 +46,7 @@ def _sigmoid(v):
 def act_forward_scalar(v, code, alpha):
     """f(v) for the activation with integer `code` (softmax excluded)."""
     if code == RELU:
-        return v if v > _ZERO else _ZERO
+        return _ZERO if v <= _ZERO else v  # NaN is not <= 0: it passes through
     if code == SIGMOID:
         return _sigmoid(v)
     if code == TANH:
@@ -61,14 +65,14 @@ def act_forward_scalar(v, code, alpha):
 @numba.njit(cache=True)
 def act_backward_scalar(g, s, code, alpha):
     """g * f'(.), where s is y for relu/sigmoid/tanh and x for the other kinds."""
-    if code == RELU:
-        return g if s > _ZERO else _ZERO
+    if code == RELU:  # s is y, NaN exactly where x was; s - s is +0 for finite s, NaN for NaN
+        return g if s > _ZERO else s - s
     if code == SIGMOID:
         return g * s * (_ONE - s)
     if code == TANH:
         return g * (_ONE - s * s)
     if code == LEAKY_RELU:
-        return g if s > _ZERO else alpha * g
+        return g if s > _ZERO else (alpha * g if s <= _ZERO else s)
     if code == ELU:
         return g if s > _ZERO else g * alpha * math.exp(s)
     if code == GELU:
@@ -97,7 +101,7 @@ def _forward_serial(y, x, code, alpha):
 def _forward_parallel(y, x, code, alpha):
     if code == RELU:
         for i in numba.prange(x.size):
-            y[i] = x[i] if x[i] > _ZERO else _ZERO
+            y[i] = _ZERO if x[i] <= _ZERO else x[i]
         return
     for i in numba.prange(x.size):
         y[i] = act_forward_scalar(x[i], code, alpha)
@@ -113,7 +117,8 @@ def _backward_serial(dx, dy, s, code, alpha):
 def _backward_parallel(dx, dy, s, code, alpha):
     if code == RELU:
         for i in numba.prange(dy.size):
-            dx[i] = dy[i] if s[i] > _ZERO else _ZERO
+            v = s[i]
+            dx[i] = dy[i] if v > _ZERO else v - v  # NaN y -> NaN dx (one select, as before)
         return
     for i in numba.prange(dy.size):
         dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)

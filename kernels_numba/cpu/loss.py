@@ -6,6 +6,9 @@ functions as CUDA device functions, so both devices run one formula. A label
 outside [0, K) gives a NaN loss and a zero gradient row (it is never used as an index).
 Probability losses follow Keras: p / sum(p) (categorical), then clip to
 [1e-7, 1 - 1e-7]; the gradient through the clip is zero outside that range.
+NaN propagates on both devices: the clips are comparisons a NaN falls through (not
+min/max, which CUDA maps to fminf/fmaxf, and those drop NaN), and a NaN probability
+counts as inside the clip range, so its gradient is NaN too.
 """
 
 import math
@@ -91,7 +94,8 @@ def sparse_ce_forward_row(loss, probs, labels, n):
     s = _ZERO
     for j in range(k):
         s += probs[n, j]
-    q = min(max(probs[n, label] / s, _EPS), _ONE_MINUS_EPS)
+    q = probs[n, label] / s
+    q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)  # NaN stays
     loss[n] = -math.log(q)
 
 
@@ -105,7 +109,7 @@ def sparse_ce_backward_row(dprobs, probs, labels, scale, n):
         s += probs[n, j]
     p_label = probs[n, label] if valid else _ONE
     q = p_label / s
-    inside = valid and q >= _EPS and q <= _ONE_MINUS_EPS
+    inside = valid and not (q < _EPS or q > _ONE_MINUS_EPS)  # NaN is inside: NaN gradient
     base = scale / s if inside else _ZERO
     for j in range(k):
         dprobs[n, j] = base - (scale / p_label if inside and j == label else _ZERO)
@@ -118,7 +122,8 @@ def categorical_ce_forward_row(loss, probs, targets, n):
         s += probs[n, j]
     total = _ZERO
     for j in range(k):
-        q = min(max(probs[n, j] / s, _EPS), _ONE_MINUS_EPS)
+        q = probs[n, j] / s
+        q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)  # NaN stays
         total -= targets[n, j] * math.log(q)
     loss[n] = total
 
@@ -132,13 +137,13 @@ def categorical_ce_backward_row(dprobs, probs, targets, scale, n):
     a = _ZERO
     for j in range(k):
         q = probs[n, j] / s
-        if q >= _EPS and q <= _ONE_MINUS_EPS:
+        if not (q < _EPS or q > _ONE_MINUS_EPS):
             a += targets[n, j]
     base = scale * a / s
     for j in range(k):
         p = probs[n, j]
         q = p / s
-        inside = q >= _EPS and q <= _ONE_MINUS_EPS
+        inside = not (q < _EPS or q > _ONE_MINUS_EPS)
         dprobs[n, j] = base - (scale * targets[n, j] / p if inside else _ZERO)
 
 
@@ -146,7 +151,8 @@ def binary_ce_forward_row(loss, probs, targets, n):
     d = probs.shape[1]
     total = _ZERO
     for j in range(d):
-        p = min(max(probs[n, j], _EPS), _ONE_MINUS_EPS)
+        p = probs[n, j]
+        p = _EPS if p < _EPS else (_ONE_MINUS_EPS if p > _ONE_MINUS_EPS else p)  # NaN stays
         t = targets[n, j]
         total += t * math.log(p) + (_ONE - t) * math.log(_ONE - p)
     loss[n] = -total / numba.float32(d)

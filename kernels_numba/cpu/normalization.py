@@ -72,6 +72,13 @@ def _dx(dx, dy, x, gamma, mean, rstd, mean_dy, mean_dy_xhat):
             dx[r, j] = gamma[j] * rstd[j] * (dy[r, j] - mean_dy[j] - xhat * mean_dy_xhat[j])
 
 
+@numba.njit(parallel=True, cache=True)
+def _scale_channels(dx, dy, factor):
+    for r in numba.prange(dy.shape[0]):
+        for j in range(dy.shape[1]):
+            dx[r, j] = dy[r, j] * factor[j]
+
+
 def _as_2d(a):
     return a.reshape(-1, a.shape[-1])
 
@@ -84,9 +91,18 @@ def batchnorm_forward_train(
     )
 
 
+def _infer_factor(gamma, moving_var, epsilon):
+    """gamma / sqrt(moving_var + epsilon) in float64, rounded once (forward and backward)."""
+    return (gamma / np.sqrt(moving_var.astype(np.float64) + epsilon)).astype(np.float32)
+
+
 def batchnorm_forward_infer(y, x, gamma, beta, moving_mean, moving_var, *, epsilon):
-    factor = (gamma / np.sqrt(moving_var.astype(np.float64) + epsilon)).astype(np.float32)
+    factor = _infer_factor(gamma, moving_var, epsilon)
     _affine(_as_2d(y), _as_2d(x), moving_mean, factor, beta)
+
+
+def batchnorm_backward_infer(dx, dy, gamma, moving_var, *, epsilon):
+    _scale_channels(_as_2d(dx), _as_2d(dy), _infer_factor(gamma, moving_var, epsilon))
 
 
 def batchnorm_backward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd):

@@ -1,11 +1,11 @@
 """CPU twins of kernels_numba.ops.pool2d (validated arguments only).
 
 Parallel over (sample, output row) pairs, channels innermost so every access is
-contiguous. Max-pool backward scatters per sample (parallel over the batch, so
-overlapping windows add without races); average-pool backward is a gather.
+contiguous. Both backwards are gathers over the windows containing each dx element,
+in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that element
+(the same sums, in the same order, as the CUDA kernel). A NaN in a window wins it
+(the max is NaN and argmax points at the last NaN, as PyTorch).
 """
-
-import math
 
 import numba
 import numpy as np
@@ -39,7 +39,7 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl):
                     # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms).
                     for ch in range(c):
                         v = x[b, ih, iw, ch]
-                        take = v > best[ch]
+                        take = v > best[ch] or v != v  # NaN wins; nothing beats a NaN best
                         best[ch] = v if take else best[ch]
                         where[ch] = k + ch if take else where[ch]
             for ch in range(c):
@@ -48,16 +48,47 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl):
 
 
 @numba.njit(parallel=True, cache=True)
-def _maxpool_backward(dx, dy, argmax):
-    # dx, dy, argmax viewed per sample as flat rows.
-    n, size = dx.shape
-    for b in numba.prange(n):
-        for i in range(size):
-            dx[b, i] = 0.0
-        for j in range(dy.shape[1]):
-            k = argmax[b, j]
-            if 0 <= k < size:
-                dx[b, k] += dy[b, j]
+def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl):
+    # Gather, parallel over (sample, input row): an argmax entry that is not a cell of its
+    # own window is never matched. Adding a selected +0 leaves a sum's bits alone, so the
+    # channel loops are selects (they vectorize) and the sums match a scatter in (oh, ow) order.
+    n, h, w, c = dx.shape
+    _, ho, wo, _ = dy.shape
+    zero = np.float32(0.0)
+    for r in numba.prange(n * h):
+        b = r // h
+        ih = r - b * h
+        oh0, oh1 = window_range(ih, ph, sh, pt, ho)
+        if oh1 - oh0 == 1 and sw >= pw:
+            # One window row, windows side by side (the usual 2x2/2): one lookup per cell,
+            # no zeroing pass (0.20 -> 0.18 ms against the scatter for the seed CNN's pool).
+            covered = 0
+            for ow in range(wo):
+                w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
+                for iw in range(covered, w0):  # between windows (stride > pool)
+                    for ch in range(c):
+                        dx[b, ih, iw, ch] = zero
+                for iw in range(w0, w1):
+                    k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                    for ch in range(c):
+                        hit = argmax[b, oh0, ow, ch] == k + ch
+                        dx[b, ih, iw, ch] = dy[b, oh0, ow, ch] if hit else zero
+                covered = w1
+            for iw in range(covered, w):
+                for ch in range(c):
+                    dx[b, ih, iw, ch] = zero
+            continue
+        for iw in range(w):
+            for ch in range(c):
+                dx[b, ih, iw, ch] = zero
+        for oh in range(oh0, oh1):  # overlapping windows, or a row no window covers
+            for ow in range(wo):
+                w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
+                for iw in range(w0, w1):
+                    k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                    for ch in range(c):
+                        hit = argmax[b, oh, ow, ch] == k + ch
+                        dx[b, ih, iw, ch] += dy[b, oh, ow, ch] if hit else zero
 
 
 @numba.njit(parallel=True, cache=True)
@@ -131,9 +162,9 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl)
 
 
-def maxpool2d_backward(dx, dy, argmax):
-    n, size, out = dx.shape[0], math.prod(dx.shape[1:]), math.prod(dy.shape[1:])
-    _maxpool_backward(dx.reshape(n, size), dy.reshape(n, out), argmax.reshape(n, out))
+def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
+    ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
+    _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):

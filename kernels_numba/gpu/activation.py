@@ -4,6 +4,10 @@ Elementwise kinds share one grid-stride kernel per direction; the kind is an int
 code (uniform across the launch, so the branch costs no divergence). Softmax runs
 one block per row with shared-memory tree reductions, striding over rows longer
 than the block.
+
+NaN propagates as in the CPU twin: a NaN input passes the ReLU selects (`not v <= 0`)
+and gets a NaN gradient; softmax rows holding a NaN come out NaN (max may drop it,
+but exp(NaN - m) brings it back into the row sum).
 """
 
 import math
@@ -39,7 +43,7 @@ def _activation_forward_kernel(y, x, code, alpha):
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
         v = x[i]
         if code == RELU:
-            v = v if v > zero else zero
+            v = zero if v <= zero else v  # NaN is not <= 0: it passes through
         elif code == SIGMOID:  # split on the sign: exp never overflows into inf/inf
             e = math.exp(-abs(v))
             v = one / (one + e) if v >= zero else e / (one + e)
@@ -64,14 +68,14 @@ def _activation_backward_kernel(dx, dy, s, code, alpha):
     for i in range(cuda.grid(1), dy.size, cuda.gridsize(1)):
         g = dy[i]
         v = s[i]
-        if code == RELU:
-            g = g if v > zero else zero
+        if code == RELU:  # v is y: NaN where x was; v - v is +0 for finite v, NaN for NaN
+            g = g if v > zero else v - v
         elif code == SIGMOID:
             g = g * v * (one - v)
         elif code == TANH:
             g = g * (one - v * v)
         elif code == LEAKY_RELU:
-            g = g if v > zero else alpha * g
+            g = g if v > zero else (alpha * g if v <= zero else v)
         elif code == ELU:
             g = g if v > zero else g * alpha * math.exp(v)
         elif code == GELU:

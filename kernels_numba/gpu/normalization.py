@@ -4,7 +4,7 @@ Training forward and backward run one block per channel (grid-stride over
 channels): the block reduces its channel's M rows in shared memory (two passes
 for a stable variance), thread 0 writes the per-channel results, then the same
 block writes the channel's outputs, so each op is one launch and needs no
-workspace. Inference is an elementwise grid-stride loop.
+workspace. Inference and its backward are elementwise grid-stride loops.
 """
 
 import math
@@ -67,6 +67,16 @@ def _infer_kernel(y, x, gamma, beta, moving_mean, moving_var, epsilon):
         c = i - r * channels
         factor = gamma[c] / math.sqrt(moving_var[c] + epsilon)
         y[r, c] = (x[r, c] - moving_mean[c]) * factor + beta[c]
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_1D}, {F32_1D}, float32)")
+def _backward_infer_kernel(dx, dy, gamma, moving_var, epsilon):
+    m, channels = dy.shape
+    for i in range(cuda.grid(1), m * channels, cuda.gridsize(1)):
+        r = i // channels
+        c = i - r * channels
+        factor = gamma[c] / math.sqrt(moving_var[c] + epsilon)  # as _infer_kernel
+        dx[r, c] = dy[r, c] * factor
 
 
 @kernel(f"void({F32_2D}, {F32_1D}, {F32_1D}, {F32_2D}, {F32_2D}, {F32_1D}, {F32_1D}, {F32_1D})")
@@ -163,4 +173,12 @@ def batchnorm_backward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd):
         gamma,
         mean,
         rstd,
+    )
+
+
+def batchnorm_backward_infer(dx, dy, gamma, moving_var, *, epsilon):
+    grid, block = grid_1d(min(dy.size, 65536 * 256))
+    launch(
+        _backward_infer_kernel, grid, block, _as_2d(dx), _as_2d(dy), gamma, moving_var,
+        float32(epsilon),
     )

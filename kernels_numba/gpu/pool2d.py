@@ -1,9 +1,10 @@
 """CUDA kernels for kernels_numba.ops.pool2d. One thread per output element (grid-stride),
 channels fastest so neighbouring threads touch neighbouring addresses.
 
-Max-pool backward zeroes dx and scatters dy with atomic adds (overlapping windows
-add; the op carries no window geometry for a gather). Average-pool backward is a
-gather: each dx element sums dy / count over the windows that contain it.
+Both backwards are gathers (no atomics: the same bits every run): each dx element
+sums, in (oh, ow) order, over the windows that contain it - max-pool the dy of those
+whose argmax is that element (one lookup when windows do not overlap), average-pool
+dy / count. A NaN in a window wins it (argmax at the last NaN, as the CPU twin).
 """
 
 from numba import float32
@@ -11,8 +12,6 @@ from numba import float32
 from kernels_numba._cuda import cuda, grid_1d, kernel, launch
 from kernels_numba.ops.pool2d import pool_plan
 
-F32_1D = "float32[::1]"
-I32_1D = "int32[::1]"
 F32_3D = "float32[:, :, ::1]"
 F32_4D = "float32[:, :, :, ::1]"
 I32_4D = "int32[:, :, :, ::1]"
@@ -47,26 +46,40 @@ def _maxpool_forward_kernel(y, argmax, x, ph, pw, sh, sw, pt, pl):
         for ih in range(h0, h1):
             for iw in range(w0, w1):
                 v = x[b, ih, iw, ch]
-                if v > best:
+                if v > best or v != v:  # NaN wins; nothing beats a NaN best
                     best = v
                     arg = (ih * w + iw) * c + ch
         y[b, oh, ow, ch] = best
         argmax[b, oh, ow, ch] = arg
 
 
-@kernel(f"void({F32_1D})")
-def _zero_kernel(a):
-    for i in range(cuda.grid(1), a.size, cuda.gridsize(1)):
-        a[i] = float32(0.0)
-
-
-@kernel(f"void({F32_1D}, {F32_1D}, {I32_1D}, int64, int64)")
-def _maxpool_backward_kernel(dx, dy, argmax, x_per_sample, y_per_sample):
-    for i in range(cuda.grid(1), dy.size, cuda.gridsize(1)):
-        k = argmax[i]
-        j = (i // y_per_sample) * x_per_sample + k
-        if k >= 0 and k < x_per_sample and j < dx.size:  # bad argmax never writes out of bounds
-            cuda.atomic.add(dx, j, dy[i])
+@kernel(f"void({F32_4D}, {F32_4D}, {I32_4D}, {GEOM})")
+def _maxpool_backward_kernel(dx, dy, argmax, ph, pw, sh, sw, pt, pl):
+    h = dx.shape[1]
+    w = dx.shape[2]
+    c = dx.shape[3]
+    ho = dy.shape[1]
+    wo = dy.shape[2]
+    for idx in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
+        ch = idx % c
+        p = idx // c
+        iw = p % w
+        p = p // w
+        ih = p % h
+        b = p // h
+        k = (ih * w + iw) * c + ch  # this element's flat index in its sample
+        lo = ih + pt - ph + 1  # windows o*s - pad .. o*s - pad + k - 1 containing (ih, iw)
+        oh0 = 0 if lo <= 0 else (lo + sh - 1) // sh
+        oh1 = min((ih + pt) // sh + 1, ho)
+        lo = iw + pl - pw + 1
+        ow0 = 0 if lo <= 0 else (lo + sw - 1) // sw
+        ow1 = min((iw + pl) // sw + 1, wo)
+        s = float32(0.0)
+        for oh in range(oh0, oh1):
+            for ow in range(ow0, ow1):
+                if argmax[b, oh, ow, ch] == k:
+                    s += dy[b, oh, ow, ch]
+        dx[b, ih, iw, ch] = s
 
 
 @kernel(f"void({F32_4D}, {F32_4D}, {GEOM})")
@@ -154,22 +167,14 @@ def _launch(k, n, *args):
     launch(k, grid, block, *args)
 
 
-def _flat(a):
-    return a.reshape(a.size)
-
-
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
     _launch(_maxpool_forward_kernel, y.size, y, argmax, x, ph, pw, sh, sw, pt, pl)
 
 
-def maxpool2d_backward(dx, dy, argmax):
-    _launch(_zero_kernel, dx.size, _flat(dx))
-    n = dx.shape[0]
-    if n == 0 or dy.size == 0:
-        return
-    _launch(_maxpool_backward_kernel, dy.size, _flat(dx), _flat(dy), _flat(argmax),
-            dx.size // n, dy.size // n)
+def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
+    ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
+    _launch(_maxpool_backward_kernel, dx.size, dx, dy, argmax, ph, pw, sh, sw, pt, pl)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):

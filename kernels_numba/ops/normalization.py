@@ -5,6 +5,8 @@ elements (N for dense inputs, N*H*W for NHWC images). Training uses the batch
 mean and biased variance; mean and rstd = 1/sqrt(var + epsilon) are outputs kept
 for backward, and the moving statistics are updated in place:
 moving = moving*momentum + batch_stat*(1-momentum).
+Inference (and a frozen layer in training, as Keras 3) uses the moving statistics: an
+affine map per channel, whose backward is batchnorm_backward_infer.
 """
 
 import math
@@ -12,7 +14,12 @@ import math
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
-__all__ = ["batchnorm_forward_train", "batchnorm_forward_infer", "batchnorm_backward"]
+__all__ = [
+    "batchnorm_forward_train",
+    "batchnorm_forward_infer",
+    "batchnorm_backward",
+    "batchnorm_backward_infer",
+]
 FAMILY = "normalization"
 
 
@@ -148,3 +155,31 @@ def batchnorm_backward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd):
         op, FAMILY, dx=dx, dgamma=dgamma, dbeta=dbeta, dy=dy, x=x, gamma=gamma, mean=mean, rstd=rstd
     )
     fn(dx, dgamma, dbeta, dy, x, gamma, mean, rstd)
+
+
+def batchnorm_backward_infer(dx, dy, gamma, moving_var, *, epsilon=1e-3):
+    """dx = dy * gamma / sqrt(moving_var + epsilon): the gradient of batchnorm_forward_infer.
+
+    The moving statistics are constants there, so no parameter gradient is computed (a
+    frozen BatchNormalization, which Keras 3 runs in inference mode, updates none).
+
+    Args:
+        dx: same shape as dy, float32, overwritten (may be dy).
+        dy: (..., C) float32, rank >= 2.
+        gamma: (C,) float32.
+        moving_var: (C,) float32.
+        epsilon: > 0, the forward's.
+    """
+    op = "batchnorm_backward_infer"
+    shape = _check.array(op, "dy", dy)
+    if len(shape) < 2 or 0 in shape:
+        raise ValueError(
+            f"{op}: expected dy with rank >= 2 (channels last) and no empty axis; "
+            f"received shape {shape}"
+        )
+    _check.array(op, "dx", dx, shape=shape)
+    for name, a in (("gamma", gamma), ("moving_var", moving_var)):
+        _check.array(op, name, a, shape=(shape[-1],))
+    epsilon = _epsilon(op, epsilon)
+    fn = impl(op, FAMILY, dx=dx, dy=dy, gamma=gamma, moving_var=moving_var)
+    fn(dx, dy, gamma, moving_var, epsilon=epsilon)

@@ -75,19 +75,26 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     fn(y, argmax, x, pool_size=pool_size, strides=strides, padding=padding)
 
 
-def maxpool2d_backward(dx, dy, argmax):
-    """dx = 0, then dx[n].flat[argmax] += dy (overlapping windows add).
+def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
+    """dx[n].flat[p] = sum of dy[n, o] over the windows o that contain p and whose argmax is p.
+
+    A gather in a fixed (oh, ow) order (deterministic on both devices, no atomics): each dx
+    element looks up only the windows that contain it (one when windows do not overlap).
 
     Args:
         dx: (N, H, W, C) float32, output (overwritten).
         dy: (N, Ho, Wo, C) float32.
-        argmax: (N, Ho, Wo, C) int32 from maxpool2d_forward; out-of-range entries are skipped.
+        argmax: (N, Ho, Wo, C) int32 from maxpool2d_forward; an entry that is not a cell of
+            its own window (out of range, another window's) contributes nothing.
+        pool_size, strides, padding: the forward's.
     """
     op = "maxpool2d_backward"
     x_shape = _check.array(op, "dx", dx, ndim=4)
-    y_shape = _check.array(op, "dy", dy, shape=(x_shape[0], None, None, x_shape[3]))
-    _check.array(op, "argmax", argmax, shape=y_shape, dtype=np.int32)
-    impl(op, FAMILY, dx=dx, dy=dy, argmax=argmax)(dx, dy, argmax)
+    out = _output_shape(op, x_shape, pool_size, strides, padding)
+    _check.array(op, "dy", dy, shape=out)
+    _check.array(op, "argmax", argmax, shape=out, dtype=np.int32)
+    fn = impl(op, FAMILY, dx=dx, dy=dy, argmax=argmax)
+    fn(dx, dy, argmax, pool_size=pool_size, strides=strides, padding=padding)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):

@@ -126,3 +126,55 @@ def test_bad_arguments_name_the_op():
         ops.activation_forward(x.T, x.T, kind="relu")
     with pytest.raises(ValueError, match="at least 1 dimension for softmax"):
         ops.activation_forward(np.zeros((), f32), np.zeros((), f32), kind="softmax")
+
+
+# NaN propagates (IEEE): a NaN input gives a NaN output and a NaN gradient, on every kind,
+# in the serial and the parallel CPU loops (PARALLEL_MIN_SIZE = 32768) and on CUDA.
+NAN_ROW = [np.nan, -1.5, 0.0, 0.7, -0.3]
+
+
+@pytest.mark.parametrize("size", [5, 40_000], ids=["small", "parallel"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_nan_in_nan_out_forward_and_backward(device, kind, size):
+    if size > 5 and (device == "cuda" or kind == "softmax"):
+        pytest.skip("the large case exercises the CPU's parallel elementwise loops")
+    x = np.resize(np.array(NAN_ROW, np.float32), (2, size))
+    x[1, 0] = 0.25  # the second row holds no NaN
+    alpha = ALPHA.get(kind, 0.0)
+    y = on(device, np.zeros_like(x))
+    ops.activation_forward(y, on(device, x), kind=kind, alpha=alpha)
+    got = host(y)
+    nan_in = np.isnan(x)
+    if kind == "softmax":  # the row holding the NaN is NaN; the other row is untouched
+        assert np.isnan(got[0]).all() and np.isfinite(got[1]).all(), got
+    else:
+        np.testing.assert_array_equal(np.isnan(got), nan_in, err_msg=f"{kind} forward")
+        with np.errstate(invalid="ignore"):
+            assert_close(got[~nan_in], REF[kind](x.astype(np.float64), alpha)[~nan_in],
+                         rtol=1e-5, atol=1e-6, what=f"{kind} finite part")
+    dy = on(device, np.ones_like(x))
+    dx = on(device, np.zeros_like(x))
+    ops.activation_backward(dx, dy, on(device, x), y, kind=kind, alpha=alpha)
+    gdx = host(dx)
+    if kind == "linear":  # f'(x) = 1 everywhere: dy passes unchanged
+        assert_close(gdx, np.ones_like(x), rtol=0, atol=0, what="linear dx")
+    elif kind == "softmax":
+        assert np.isnan(gdx[0]).all() and np.isfinite(gdx[1]).all(), gdx
+    else:
+        np.testing.assert_array_equal(np.isnan(gdx), nan_in, err_msg=f"{kind} backward")
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "softmax"])
+def test_nan_gradient_passes_where_the_slope_is_not_zero(device, kind):
+    x = np.array([[0.5, 2.0, -0.5]], np.float32)
+    alpha = ALPHA.get(kind, 0.0)
+    y = on(device, np.zeros_like(x))
+    ops.activation_forward(y, on(device, x), kind=kind, alpha=alpha)
+    dx = on(device, np.zeros_like(x))
+    dy = np.full_like(x, np.nan)
+    ops.activation_backward(dx, on(device, dy), on(device, x), y, kind=kind, alpha=alpha)
+    got = host(dx)
+    assert np.isnan(got[0, :2]).all(), f"{kind}: {got}"  # f'(x) > 0 there
+    if kind == "relu":  # f'(x) == 0: 0, as Keras's backends (a select, not dy * 0)
+        assert got[0, 2] == 0.0
+

@@ -43,3 +43,26 @@ def test_bad_arguments_name_the_op():
         ops.axpy(np.zeros(3, np.float32), np.zeros(6, np.float32)[::2], 1.0)
     with pytest.raises(TypeError, match="fill: argument y"):
         ops.fill([1.0, 2.0], 0.0)
+
+
+def test_nan_in_nan_out(device):
+    # NaN propagates through every elementwise op, scaling by 0 included (NaN * 0 is NaN).
+    x = np.array([np.nan, 1.0, -2.0, np.inf], np.float32)
+    nan = np.isnan(x)
+    xb, y = on(device, x), on(device, np.zeros(4, np.float32))
+    ops.copy(y, xb)
+    np.testing.assert_array_equal(np.isnan(host(y)), nan)
+    with np.errstate(invalid="ignore"):  # NumPy (the CPU twin) warns on inf * 0
+        ops.scale(y, xb, 0.0)
+    np.testing.assert_array_equal(np.isnan(host(y)), [True, False, False, True])  # inf * 0 too
+    yb = on(device, np.ones(4, np.float32))
+    ops.axpy(yb, xb, 0.5)
+    np.testing.assert_array_equal(np.isnan(host(yb)), nan)
+    ops.fill(y, np.nan)
+    assert np.isnan(host(y)).all()
+    h = on(device, np.zeros(4, np.float16))
+    ops.cast_f32_to_f16(h, xb)
+    np.testing.assert_array_equal(np.isnan(host(h)), nan)
+    back = on(device, np.zeros(4, np.float32))
+    ops.cast_f16_to_f32(back, h)
+    np.testing.assert_array_equal(np.isnan(host(back)), nan)

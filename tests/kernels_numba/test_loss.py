@@ -324,3 +324,77 @@ def test_bad_arguments_name_the_op():
         TypeError, match="binary_crossentropy_logits_forward: expected targets.dtype == float32"
     ):
         ops.binary_crossentropy_logits_forward(z, x, x.astype(np.float64))
+
+
+# NaN propagates: a NaN input (logit, probability, prediction or target) makes that sample's
+# loss NaN and its gradient NaN, on both devices (the clips must not turn NaN into eps).
+
+CLASS_LOSSES = {
+    # name: (forward(loss, x, aux, device), backward(grad, x, aux, device), input maker, aux maker)
+    "softmax_ce": (
+        lambda loss, x, a, d: ops.softmax_cross_entropy_forward(loss, _zeros(d, (2, K)), x, a),
+        None, lambda: randn((2, K), seed=21), lambda: _labels(2, 22)),
+    "softmax_categorical_ce": (
+        lambda loss, x, a, d: ops.softmax_categorical_cross_entropy_forward(
+            loss, _zeros(d, (2, K)), x, a),
+        None, lambda: randn((2, K), seed=23), lambda: _targets((2, K), 24)),
+    "sparse_ce": (
+        lambda loss, x, a, d: ops.sparse_categorical_crossentropy_forward(loss, x, a),
+        lambda g, x, a: ops.sparse_categorical_crossentropy_backward(g, x, a, scale=SCALE),
+        lambda: _probs((2, K), 25), lambda: _labels(2, 26)),
+    "categorical_ce": (
+        lambda loss, x, a, d: ops.categorical_crossentropy_forward(loss, x, a),
+        lambda g, x, a: ops.categorical_crossentropy_backward(g, x, a, scale=SCALE),
+        lambda: _probs((2, K), 27), lambda: _targets((2, K), 28)),
+    "bce": (
+        lambda loss, x, a, d: ops.binary_crossentropy_forward(loss, x, a),
+        lambda g, x, a: ops.binary_crossentropy_backward(g, x, a, scale=SCALE),
+        lambda: _probs((2, K), 29), lambda: _targets((2, K), 30)),
+    "bce_logits": (
+        lambda loss, x, a, d: ops.binary_crossentropy_logits_forward(loss, x, a),
+        lambda g, x, a: ops.binary_crossentropy_logits_backward(g, x, a, scale=SCALE),
+        lambda: randn((2, K), seed=31), lambda: _targets((2, K), 32)),
+    "mse": (
+        lambda loss, x, a, d: ops.mse_forward(loss, x, a),
+        lambda g, x, a: ops.mse_backward(g, x, a, scale=SCALE),
+        lambda: randn((2, K), seed=33), lambda: randn((2, K), seed=34)),
+}
+
+
+@pytest.mark.parametrize("where", ["label", "other"])
+@pytest.mark.parametrize("name", list(CLASS_LOSSES))
+def test_nan_input_gives_nan_loss_and_gradient(device, name, where):
+    forward, backward, make_x, make_aux = CLASS_LOSSES[name]
+    x, aux = make_x(), make_aux()
+    label = int(aux[0]) if aux.dtype == np.int32 else 2
+    j = label if where == "label" else (label + 1) % K
+    x[0, j] = np.nan
+    loss, xb, ab = _zeros(device, (2,)), on(device, x), on(device, aux)
+    forward(loss, xb, ab, device)
+    got = host(loss)
+    assert np.isnan(got[0]) and np.isfinite(got[1]), f"{name}: loss {got}"
+    grad = _zeros(device, (2, K))
+    if backward is None:  # fused softmax losses: the gradient comes from the saved probs
+        probs = _zeros(device, (2, K))
+        if name == "softmax_ce":
+            ops.softmax_cross_entropy_forward(loss, probs, xb, ab)
+            ops.softmax_cross_entropy_backward(grad, probs, ab, scale=SCALE)
+        else:
+            ops.softmax_categorical_cross_entropy_forward(loss, probs, xb, ab)
+            ops.softmax_categorical_cross_entropy_backward(grad, probs, ab, scale=SCALE)
+        assert np.isnan(host(probs)[0]).all() and np.isfinite(host(probs)[1]).all()
+    else:
+        backward(grad, xb, ab)
+    g = host(grad)
+    assert np.isnan(g[0, j]) and np.isfinite(g[1]).all(), f"{name}: grad {g}"
+
+
+@pytest.mark.parametrize("name", ["softmax_categorical_ce", "categorical_ce", "bce", "mse"])
+def test_nan_target_gives_nan_loss(device, name):
+    forward, _, make_x, make_aux = CLASS_LOSSES[name]
+    x, aux = make_x(), make_aux()
+    aux[1, 3] = np.nan
+    loss = _zeros(device, (2,))
+    forward(loss, on(device, x), on(device, aux), device)
+    got = host(loss)
+    assert np.isfinite(got[0]) and np.isnan(got[1]), f"{name}: loss {got}"

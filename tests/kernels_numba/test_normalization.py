@@ -196,3 +196,65 @@ def test_train_kernel_is_correct_for_any_launch_configuration():
         assert_close(host(y), y_ref, rtol=1e-4, atol=1e-4, what=f"y {grid}x{block}")
         assert_close(host(mean), mean_ref, what=f"mean {grid}x{block}")
         assert_close(host(rstd), rstd_ref, rtol=1e-4, what=f"rstd {grid}x{block}")
+
+
+def _infer_ref(x, gamma, beta, mm, mv):
+    return (x - mm) / np.sqrt(mv + EPS) * gamma + beta
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (5, 3), (2, 3, 1, 3)])
+def test_backward_infer_matches_numeric_grad(device, shape):
+    # The gradient of the inference forward (a frozen layer's): dx only, moving stats constant.
+    c = shape[-1]
+    x, dy = randn(shape, seed=31).astype(np.float64), randn(shape, seed=32)
+    gamma, beta = _params(c, 33)
+    mm, mv = randn(c, seed=35), np.abs(randn(c, seed=36)) + 0.1
+    expected = numeric_grad(lambda v: float((_infer_ref(v, gamma, beta, mm, mv) * dy).sum()), x)
+    dx = on(device, np.full(shape, 5.0, np.float32))
+    ops.batchnorm_backward_infer(dx, on(device, dy), on(device, gamma), on(device, mv), epsilon=EPS)
+    assert_close(host(dx), expected, rtol=1e-4, atol=1e-5, what="dx")
+    dyb = on(device, dy)  # in place
+    ops.batchnorm_backward_infer(dyb, dyb, on(device, gamma), on(device, mv), epsilon=EPS)
+    assert_close(host(dyb), host(dx), rtol=0, atol=0, what="dx in place of dy")
+
+
+def test_backward_infer_bad_arguments_name_the_op():
+    dy, c3 = np.zeros((4, 3), np.float32), np.ones(3, np.float32)
+    with pytest.raises(ValueError, match=r"batchnorm_backward_infer: expected gamma.shape == \(3,"):
+        ops.batchnorm_backward_infer(dy, dy, np.ones(2, np.float32), c3)
+    with pytest.raises(ValueError, match="batchnorm_backward_infer: expected epsilon > 0; "
+                                         "received -1"):
+        ops.batchnorm_backward_infer(dy, dy, c3, c3, epsilon=-1)
+    with pytest.raises(ValueError, match="batchnorm_backward_infer: expected dy with rank >= 2"):
+        ops.batchnorm_backward_infer(c3, c3, c3, c3)
+
+
+def test_nan_in_nan_out(device):
+    # A NaN in channel 1 makes that channel's batch statistics, outputs, moving statistics and
+    # gradients NaN; channels 0 and 2 stay finite. Inference: only the NaN element.
+    shape, c = (4, 3), 3
+    x = randn(shape, seed=41)
+    x[2, 1] = np.nan
+    gamma, beta = _params(c, 42)
+    xb, yb = on(device, x), on(device, np.zeros(shape, np.float32))
+    stats = [on(device, np.zeros(c, np.float32)) for _ in range(2)]
+    mm, mv = on(device, np.zeros(c, np.float32), np.ones(c, np.float32))
+    gb, bb = on(device, gamma, beta)
+    ops.batchnorm_forward_train(yb, stats[0], stats[1], mm, mv, xb, gb, bb)
+    nan_col = np.array([False, True, False])
+    for name, got in (("y", host(yb)), ("mean", host(stats[0])), ("rstd", host(stats[1])),
+                      ("moving_mean", host(mm)), ("moving_var", host(mv))):
+        np.testing.assert_array_equal(np.isnan(got).reshape(-1, c).any(axis=0), nan_col, name)
+        np.testing.assert_array_equal(np.isnan(got).reshape(-1, c).all(axis=0), nan_col, name)
+    dx = on(device, np.zeros(shape, np.float32))
+    dg, db = on(device, np.zeros(c, np.float32), np.zeros(c, np.float32))
+    ops.batchnorm_backward(dx, dg, db, on(device, randn(shape, seed=43)), xb, gb, *stats)
+    np.testing.assert_array_equal(np.isnan(host(dx)).all(axis=0), nan_col)
+    np.testing.assert_array_equal(np.isnan(host(dg)), nan_col)
+    ones = on(device, np.ones(c, np.float32))
+    ops.batchnorm_forward_infer(yb, xb, gb, bb, ones, ones)
+    np.testing.assert_array_equal(np.isnan(host(yb)), np.isnan(x))
+    dy = np.ones(shape, np.float32)
+    dy[0, 2] = np.nan
+    ops.batchnorm_backward_infer(dx, on(device, dy), gb, ones)
+    np.testing.assert_array_equal(np.isnan(host(dx)), np.isnan(dy))

@@ -72,7 +72,7 @@ def test_maxpool_forward_backward(device, strides, padding):
 
     dy = randn(y_shape, seed=2)
     dx = on(device, np.full(X_SHAPE, 5.0, np.float32))  # overwritten, not accumulated
-    ops.maxpool2d_backward(dx, on(device, dy), arg)
+    ops.maxpool2d_backward(dx, on(device, dy), arg, **kw)
     expected = numeric_grad(lambda v: np.sum(maxpool_ref(v, POOL, strides, padding)[0] * dy), x)
     assert_close(host(dx), expected, rtol=1e-4, atol=1e-4, what="maxpool dx")
 
@@ -111,12 +111,87 @@ def test_global_avgpool(device):
     assert_close(host(dx), expected, rtol=1e-4, atol=1e-4, what="global dx")
 
 
-def test_maxpool_backward_skips_out_of_range_argmax(device):
-    dy = np.array([1.0, 2.0, 3.0, 4.0], np.float32).reshape(1, 1, 4, 1)
-    arg = np.array([0, -1, 6, 2], np.int32).reshape(1, 1, 4, 1)  # x[0] holds 6 cells
-    dx = on(device, np.full((1, 2, 3, 1), 9.0, np.float32))
-    ops.maxpool2d_backward(dx, *on(device, dy, arg))
-    assert_close(host(dx).ravel(), [1, 0, 4, 0, 0, 0], what="dx")
+def test_maxpool_backward_ignores_argmax_outside_its_window(device):
+    # x (1, 2, 4, 1), 1x2 windows, stride 1x2 valid: windows {0,1} {2,3} / {4,5} {6,7}.
+    dy = np.array([1.0, 2.0, 3.0, 4.0], np.float32).reshape(1, 2, 2, 1)
+    arg = np.array([1, -1, 9, 2], np.int32).reshape(1, 2, 2, 1)  # -1, 9: out of range; 2: not
+    dx = on(device, np.full((1, 2, 4, 1), 9.0, np.float32))      # a cell of window (1, 1)
+    ops.maxpool2d_backward(dx, *on(device, dy, arg), pool_size=(1, 2), strides=(1, 2))
+    assert_close(host(dx).ravel(), [0, 1, 0, 0, 0, 0, 0, 0], rtol=0, atol=0, what="dx")
+
+
+@pytest.mark.parametrize("strides,padding", CASES + [((3, 3), "valid"), ((3, 3), "same")],
+                         ids=IDS + ["s3-valid", "s3-same"])
+def test_maxpool_backward_is_the_scatter_of_dy_in_window_order(device, strides, padding):
+    # Ties (many equal maxima) and overlapping windows: dx must be exactly the scatter
+    # dx[argmax] += dy in output order (same bits on both devices, run to run).
+    x = np.round(randn(X_SHAPE, seed=11)).astype(np.float32)
+    kw = dict(pool_size=POOL, strides=strides, padding=padding)
+    y_shape = ops.pool2d_output_shape(X_SHAPE, **kw)
+    y, arg = on(device, np.zeros(y_shape, np.float32), np.zeros(y_shape, np.int32))
+    ops.maxpool2d_forward(y, arg, on(device, x), **kw)
+    dy = randn(y_shape, seed=12)
+    expected = np.zeros(X_SHAPE, np.float32).reshape(X_SHAPE[0], -1)
+    a = host(arg).reshape(X_SHAPE[0], -1)
+    for j, k in enumerate(a[0]):
+        expected[0, k] += dy.reshape(X_SHAPE[0], -1)[0, j]
+    dx = on(device, np.full(X_SHAPE, 5.0, np.float32))
+    ops.maxpool2d_backward(dx, on(device, dy), arg, **kw)
+    np.testing.assert_array_equal(host(dx).reshape(X_SHAPE[0], -1).view(np.int32),
+                                  expected.view(np.int32))
+
+
+@pytest.mark.parametrize("strides,padding", CASES, ids=IDS)
+def test_maxpool_nan_in_nan_out(device, strides, padding):
+    # A window holding a NaN outputs NaN and its argmax points at the NaN; dx gets NaN there.
+    x = randn(X_SHAPE, seed=13)
+    x[0, 2, 3, 1] = np.nan
+    x[0, 0, 0, 0] = np.nan  # the first cell of a window: nothing may beat it
+    kw = dict(pool_size=POOL, strides=strides, padding=padding)
+    y_shape = ops.pool2d_output_shape(X_SHAPE, **kw)
+    y_ref, _ = maxpool_ref(np.where(np.isnan(x), np.inf, x), POOL, strides, padding)
+    y, arg = on(device, np.zeros(y_shape, np.float32), np.zeros(y_shape, np.int32))
+    ops.maxpool2d_forward(y, arg, on(device, x), **kw)
+    got, where = host(y), host(arg)
+    nan_out = np.isinf(y_ref)  # the windows that contain a NaN
+    assert nan_out.any()
+    np.testing.assert_array_equal(np.isnan(got), nan_out)
+    assert np.isnan(x.reshape(-1)[where[nan_out]]).all()  # argmax at the NaN
+    assert_close(got[~nan_out], y_ref[~nan_out], what="finite windows")
+    dx = on(device, np.zeros(X_SHAPE, np.float32))
+    ops.maxpool2d_backward(dx, on(device, np.ones(y_shape, np.float32)), arg, **kw)
+    gdx = host(dx)
+    assert gdx[0, 2, 3, 1] > 0 and gdx[0, 0, 0, 0] > 0  # the gradient reaches the NaN cells
+    dy = np.ones(y_shape, np.float32)
+    dy[0, 0, 0, 0] = np.nan
+    ops.maxpool2d_backward(dx, on(device, dy), arg, **kw)
+    assert np.isnan(host(dx)[0, 0, 0, 0])  # and a NaN dy reaches its argmax
+
+
+def test_pool_nan_in_nan_out(device):
+    x = randn(X_SHAPE, seed=14)
+    x[0, 1, 1, 2] = np.nan
+    y = on(device, np.zeros((1, 2, 3, 3), np.float32))
+    ops.avgpool2d_forward(y, on(device, x), pool_size=POOL, strides=(2, 2))
+    assert np.isnan(host(y)[0, 0, 0, 2]) and np.isnan(host(y)).sum() == 1
+    g = on(device, np.zeros((1, 3), np.float32))
+    ops.global_avgpool2d_forward(g, on(device, x))
+    np.testing.assert_array_equal(np.isnan(host(g)), [[False, False, True]])
+    dy = np.zeros((1, 2, 3, 3), np.float32)
+    dy[0, 0, 0, 2] = np.nan
+    dx = on(device, np.zeros(X_SHAPE, np.float32))
+    ops.avgpool2d_backward(dx, on(device, dy), pool_size=POOL, strides=(2, 2))
+    assert np.isnan(host(dx)[0, :3, :2, 2]).all() and np.isnan(host(dx)).sum() == 6
+    ops.global_avgpool2d_backward(dx, on(device, np.array([[0, np.nan, 0]], np.float32)))
+    assert np.isnan(host(dx)[..., 1]).all() and not np.isnan(host(dx)[..., [0, 2]]).any()
+
+
+def test_maxpool_backward_has_no_float_atomics():
+    import inspect
+
+    from kernels_numba.gpu import pool2d
+
+    assert "atomic" not in inspect.getsource(pool2d).replace("no atomics", "")
 
 
 def test_output_shapes():
@@ -145,9 +220,11 @@ def test_bad_arguments_name_the_op():
     with pytest.raises(ValueError, match=r"maxpool2d_forward: expected y.shape == \(1, 3, 6, 3\)"):
         ops.maxpool2d_forward(y[:, :2].copy(), arg, x, **kw)
     with pytest.raises(ValueError, match=r"maxpool2d_backward: expected argmax.shape == "):
-        ops.maxpool2d_backward(x, y, arg[:, :2].copy())
-    with pytest.raises(ValueError, match=r"maxpool2d_backward: expected dy.shape == \(1, .*, 3\)"):
-        ops.maxpool2d_backward(x, np.zeros((1, 3, 6, 2), np.float32), arg)
+        ops.maxpool2d_backward(x, y, arg[:, :2].copy(), **kw)
+    with pytest.raises(ValueError, match=r"maxpool2d_backward: expected dy.shape == \(1, 3, 6, 3\)"):
+        ops.maxpool2d_backward(x, np.zeros((1, 3, 6, 2), np.float32), arg, **kw)
+    with pytest.raises(TypeError, match="pool_size"):
+        ops.maxpool2d_backward(x, y, arg)  # the geometry is required
     with pytest.raises(ValueError, match=r"global_avgpool2d_forward: expected y.shape == \(1, 3\)"):
         ops.global_avgpool2d_forward(np.zeros((3,), np.float32), x)
     with pytest.raises(TypeError, match="global_avgpool2d_backward: expected dy.dtype == float32"):
