@@ -164,6 +164,10 @@ def load_idx_files(paths, num_classes, image_shape=IMAGE_SHAPE):
                  max_bytes=limit) if i % 2 == 0 else
         read_idx(p, dtype=np.uint8, ndim=1, max_bytes=MAX_SAMPLES)
         for i, p in enumerate(paths))
+    for p, y in ((paths[1], y_train), (paths[3], y_test)):  # name the file at fault
+        if len(y) and y.max() >= num_classes:
+            raise ValueError(f"load_data: {p}: labels must lie in [0, {num_classes}); "
+                             f"received values in [{y.min()}, {y.max()}]")
     return check_splits(((x_train, y_train), (x_test, y_test)),
                         os.path.dirname(paths[0]), num_classes, image_shape)
 

@@ -198,6 +198,11 @@ def open_for_read(filepath):
             scan(f, path)
         except (OSError, RuntimeError, KeyError) as e:
             raise OSError(f"Cannot load {path}: the HDF5 file is corrupt ({e})") from e
+        except ValueError as e:  # e.g. UnicodeDecodeError on a damaged object name
+            if path in str(e):
+                raise
+            raise ValueError(f"Cannot load {path}: the HDF5 file is corrupt "
+                             f"({type(e).__name__}: {e})") from e
         try:
             yield f
         except (KeyError, RuntimeError, TypeError) as e:
