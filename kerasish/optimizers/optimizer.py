@@ -57,7 +57,7 @@ class Optimizer:
         self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate", 0.0, np.float32)
         self.learning_rate = learning_rate
         self._iterations = HostScalar("iteration", f"{self.name}/iteration", 0, np.int64)
-        self.weight_decay = weight_decay
+        self.weight_decay = _check_weight_decay(self, weight_decay)
         self._slots = {}  # id(var) -> {slot_name: Variable}
         self._tracked = []
 
@@ -129,6 +129,11 @@ class Optimizer:
     def _update(self, var, slots, lr, step):
         raise NotImplementedError
 
+    def _decay(self):
+        """Keras 3's decoupled weight decay, applied by every update op before the step:
+        w -= w * weight_decay * lr (None means 0)."""
+        return self.weight_decay or 0.0
+
     def get_config(self):
         rate = self.learning_rate if self._schedule is None else \
             schedules.serialize(self._schedule)
@@ -144,6 +149,16 @@ class Optimizer:
         if isinstance(config.get("learning_rate"), dict):
             config["learning_rate"] = schedules.deserialize(config["learning_rate"])
         return cls(**config)
+
+
+def _check_weight_decay(opt, value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not 0 <= value < float("inf"):
+        raise ValueError(f"{type(opt).__name__}: expected weight_decay to be None or a finite "
+                         f"float >= 0; received weight_decay={value!r}")
+    return float(value)
 
 
 def _check_lr(opt, value):

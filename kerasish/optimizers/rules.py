@@ -1,4 +1,8 @@
-"""SGD, Adam, AdamW, RMSprop and Adagrad with Keras's exact formulas and defaults."""
+"""SGD, Adam, AdamW, RMSprop and Adagrad with Keras's exact formulas and defaults.
+
+Every one takes weight_decay (Keras 3's decoupled form, w -= w * weight_decay * lr
+before the update, as its base optimizer applies it), fused into the update op.
+"""
 
 from kerasish.optimizers.optimizer import Optimizer
 from kernels_numba import ops
@@ -16,7 +20,8 @@ class SGD(Optimizer):
 
     def _update(self, var, slots, lr, step):
         ops.sgd_update(var.value, var.grad, slots["momentum"].value if slots else None,
-                       lr=lr, momentum=self.momentum, nesterov=self.nesterov, zero_grad=True)
+                       lr=lr, momentum=self.momentum, nesterov=self.nesterov,
+                       weight_decay=self._decay(), zero_grad=True)
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
@@ -33,9 +38,6 @@ class Adam(Optimizer):
         if amsgrad:
             raise ValueError("Adam: amsgrad=True is not supported")
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
-
-    def _decay(self):
-        return float(self.weight_decay or 0.0)
 
     def _update(self, var, slots, lr, step):
         ops.adam_update(var.value, var.grad, slots["momentum"].value, slots["velocity"].value,
@@ -73,7 +75,7 @@ class RMSprop(Optimizer):
                            get("momentum").value if get("momentum") else None,
                            get("average_gradient").value if get("average_gradient") else None,
                            lr=lr, rho=self.rho, momentum=self.momentum, epsilon=self.epsilon,
-                           centered=self.centered, zero_grad=True)
+                           centered=self.centered, weight_decay=self._decay(), zero_grad=True)
 
     def get_config(self):
         return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,
@@ -96,7 +98,7 @@ class Adagrad(Optimizer):
 
     def _update(self, var, slots, lr, step):
         ops.adagrad_update(var.value, var.grad, slots["accumulator"].value, lr=lr,
-                           epsilon=self.epsilon, zero_grad=True)
+                           epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True)
 
     def get_config(self):
         return {**super().get_config(),

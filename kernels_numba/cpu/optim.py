@@ -4,6 +4,8 @@ The `*_step` functions are plain Python over float32 scalars: the CPU loops belo
 njit-compile them and kernels_numba.gpu.optim compiles the same functions as CUDA
 device functions, so both devices run one formula. Unused slots (velocity=None,
 momentum_buf/average_grad when off) are replaced by w and never touched.
+`decay` = weight_decay * lr: Keras 3's decoupled weight decay w -= w * decay, applied
+before the update (its base optimizer does this for every optimizer).
 """
 
 import math
@@ -20,7 +22,9 @@ _ONE = np.float32(1.0)
 # per-element math (shared with the CUDA kernels)
 
 
-def sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, zero_grad):
+def sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, decay, zero_grad):
+    if decay != _ZERO:
+        w[i] -= w[i] * decay
     gi = g[i]
     if use_velocity:
         m = momentum * velocity[i] - lr * gi
@@ -62,8 +66,11 @@ def rmsprop_step(
     epsilon,
     centered,
     use_momentum,
+    decay,
     zero_grad,
 ):
+    if decay != _ZERO:
+        w[i] -= w[i] * decay
     gi = g[i]
     vi = rho * velocity[i] + (_ONE - rho) * gi * gi
     velocity[i] = vi
@@ -84,7 +91,9 @@ def rmsprop_step(
         g[i] = _ZERO
 
 
-def adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad):
+def adagrad_step(w, g, accumulator, i, lr, epsilon, decay, zero_grad):
+    if decay != _ZERO:
+        w[i] -= w[i] * decay
     gi = g[i]
     acc = accumulator[i] + gi * gi
     accumulator[i] = acc
@@ -100,9 +109,10 @@ _adagrad_step = numba.njit(cache=True)(adagrad_step)
 
 
 @numba.njit(parallel=True, cache=True)
-def _sgd(w, g, velocity, lr, momentum, nesterov, use_velocity, zero_grad):
+def _sgd(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad):
     for i in numba.prange(w.size):
-        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, zero_grad)
+        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, decay,
+                  zero_grad)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -126,6 +136,7 @@ def _rmsprop(
     epsilon,
     centered,
     use_momentum,
+    decay,
     zero_grad,
 ):
     for i in numba.prange(w.size):
@@ -142,14 +153,15 @@ def _rmsprop(
             epsilon,
             centered,
             use_momentum,
+            decay,
             zero_grad,
         )
 
 
 @numba.njit(parallel=True, cache=True)
-def _adagrad(w, g, accumulator, lr, epsilon, zero_grad):
+def _adagrad(w, g, accumulator, lr, epsilon, decay, zero_grad):
     for i in numba.prange(w.size):
-        _adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad)
+        _adagrad_step(w, g, accumulator, i, lr, epsilon, decay, zero_grad)
 
 
 # Serial twins for small tensors (biases): waking the thread pool costs more than the
@@ -158,9 +170,10 @@ def _adagrad(w, g, accumulator, lr, epsilon, zero_grad):
 
 
 @numba.njit(cache=True)
-def _sgd_serial(w, g, velocity, lr, momentum, nesterov, use_velocity, zero_grad):
+def _sgd_serial(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad):
     for i in range(w.size):
-        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, zero_grad)
+        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, decay,
+                  zero_grad)
 
 
 @numba.njit(cache=True)
@@ -174,16 +187,16 @@ def _adam_serial(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon,
 
 @numba.njit(cache=True)
 def _rmsprop_serial(w, g, velocity, momentum_buf, average_grad, lr, rho, momentum, epsilon,
-                    centered, use_momentum, zero_grad):
+                    centered, use_momentum, decay, zero_grad):
     for i in range(w.size):
         _rmsprop_step(w, g, velocity, momentum_buf, average_grad, i, lr, rho, momentum,
-                      epsilon, centered, use_momentum, zero_grad)
+                      epsilon, centered, use_momentum, decay, zero_grad)
 
 
 @numba.njit(cache=True)
-def _adagrad_serial(w, g, accumulator, lr, epsilon, zero_grad):
+def _adagrad_serial(w, g, accumulator, lr, epsilon, decay, zero_grad):
     for i in range(w.size):
-        _adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad)
+        _adagrad_step(w, g, accumulator, i, lr, epsilon, decay, zero_grad)
 
 
 def _pick(parallel, serial, w):
@@ -194,7 +207,7 @@ def _flat(a):
     return a.reshape(a.size)
 
 
-def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
+def sgd_update(w, g, velocity, *, lr, momentum, nesterov, decay, zero_grad):
     use_velocity = velocity is not None
     fw = _flat(w)
     _pick(_sgd, _sgd_serial, w)(
@@ -205,6 +218,7 @@ def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
         momentum,
         nesterov,
         use_velocity,
+        decay,
         zero_grad,
     )
 
@@ -227,7 +241,8 @@ def adam_update(
 
 
 def rmsprop_update(
-    w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon, centered, zero_grad
+    w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon, centered, decay,
+    zero_grad
 ):
     fw = _flat(w)
     use_momentum = momentum_buf is not None
@@ -243,10 +258,11 @@ def rmsprop_update(
         epsilon,
         centered,
         use_momentum,
+        decay,
         zero_grad,
     )
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon, zero_grad):
+def adagrad_update(w, g, accumulator, *, lr, epsilon, decay, zero_grad):
     _pick(_adagrad, _adagrad_serial, w)(_flat(w), _flat(g), _flat(accumulator), lr, epsilon,
-                                        zero_grad)
+                                        decay, zero_grad)

@@ -21,10 +21,10 @@ _adagrad_step = device_function(_math.adagrad_step, inline="always")
 # kernels
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {B}, {B}, {B})")
-def _sgd_kernel(w, g, velocity, lr, momentum, nesterov, use_velocity, zero_grad):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {B}, {B}, {F32}, {B})")
+def _sgd_kernel(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad):
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
-        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, zero_grad)
+        _sgd_step(w, g, velocity, i, lr, momentum, nesterov, use_velocity, decay, zero_grad)
 
 
 @kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {F32}, {F32}, {F32}, {B})")
@@ -37,7 +37,7 @@ def _adam_kernel(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon,
 
 @kernel(
     f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, "
-    f"{F32}, {F32}, {F32}, {F32}, {B}, {B}, {B})"
+    f"{F32}, {F32}, {F32}, {F32}, {B}, {B}, {F32}, {B})"
 )
 def _rmsprop_kernel(
     w,
@@ -51,6 +51,7 @@ def _rmsprop_kernel(
     epsilon,
     centered,
     use_momentum,
+    decay,
     zero_grad,
 ):
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
@@ -67,14 +68,15 @@ def _rmsprop_kernel(
             epsilon,
             centered,
             use_momentum,
+            decay,
             zero_grad,
         )
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {B})")
-def _adagrad_kernel(w, g, accumulator, lr, epsilon, zero_grad):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {F32}, {B})")
+def _adagrad_kernel(w, g, accumulator, lr, epsilon, decay, zero_grad):
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
-        _adagrad_step(w, g, accumulator, i, lr, epsilon, zero_grad)
+        _adagrad_step(w, g, accumulator, i, lr, epsilon, decay, zero_grad)
 
 
 # launchers
@@ -89,7 +91,7 @@ def _launch_flat(k, w, *args):
     launch(k, grid, block, _flat(w), *args)
 
 
-def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
+def sgd_update(w, g, velocity, *, lr, momentum, nesterov, decay, zero_grad):
     use_velocity = velocity is not None
     _launch_flat(
         _sgd_kernel,
@@ -100,6 +102,7 @@ def sgd_update(w, g, velocity, *, lr, momentum, nesterov, zero_grad):
         momentum,
         nesterov,
         use_velocity,
+        decay,
         zero_grad,
     )
 
@@ -123,7 +126,8 @@ def adam_update(
 
 
 def rmsprop_update(
-    w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon, centered, zero_grad
+    w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon, centered, decay,
+    zero_grad
 ):
     use_momentum = momentum_buf is not None
     _launch_flat(
@@ -139,9 +143,10 @@ def rmsprop_update(
         epsilon,
         centered,
         use_momentum,
+        decay,
         zero_grad,
     )
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon, zero_grad):
-    _launch_flat(_adagrad_kernel, w, _flat(g), _flat(accumulator), lr, epsilon, zero_grad)
+def adagrad_update(w, g, accumulator, *, lr, epsilon, decay, zero_grad):
+    _launch_flat(_adagrad_kernel, w, _flat(g), _flat(accumulator), lr, epsilon, decay, zero_grad)

@@ -4,6 +4,8 @@ w, g and every slot buffer have the same shape (any), float32, C-contiguous; the
 kernels see them flattened. The host folds step-dependent scalars (Adam's
 alpha = lr*sqrt(1-beta_2**t)/(1-beta_1**t)) in float64 and passes float32.
 `zero_grad=True` also sets g = 0 in the same kernel (saves a launch per tensor).
+`weight_decay` (every op): Keras 3's decoupled decay, w -= w * weight_decay * lr before
+the update (its base optimizer applies it so for every optimizer; AdamW is Adam with it).
 """
 
 import math
@@ -48,7 +50,8 @@ def _buffers(op, w, **others):
             _check.array(op, name, a, shape=shape)
 
 
-def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, zero_grad=False):
+def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, weight_decay=0.0,
+               zero_grad=False):
     """SGD: w -= lr*g; with momentum m = momentum*m - lr*g, then w += m.
 
     Nesterov: m as above, then w += momentum*m - lr*g.
@@ -60,12 +63,14 @@ def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, zero_gr
         lr: learning rate >= 0.
         momentum: in [0, 1].
         nesterov: Nesterov momentum (needs velocity).
+        weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
     """
     op = "sgd_update"
     _buffers(op, w, g=g, velocity=velocity)
     lr = _nonnegative(op, "lr", lr)
     momentum = _unit(op, "momentum", momentum)
+    decay = _nonnegative(op, "weight_decay", weight_decay) * lr
     if velocity is None and (momentum != 0.0 or nesterov):
         raise ValueError(
             f"{op}: expected a velocity buffer when momentum > 0 or nesterov; received None "
@@ -79,6 +84,7 @@ def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, zero_gr
         lr=np.float32(lr),
         momentum=np.float32(momentum),
         nesterov=bool(nesterov),
+        decay=np.float32(decay),
         zero_grad=bool(zero_grad),
     )
 
@@ -151,6 +157,7 @@ def rmsprop_update(
     momentum=0.0,
     epsilon=1e-7,
     centered=False,
+    weight_decay=0.0,
     zero_grad=False,
 ):
     """RMSprop (Keras): v = rho*v + (1-rho)*g*g; inc = lr*g/sqrt(den), den = v + eps
@@ -168,6 +175,7 @@ def rmsprop_update(
         momentum: in [0, 1].
         epsilon: >= 0.
         centered: center the second moment.
+        weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
     """
     op = "rmsprop_update"
@@ -175,6 +183,7 @@ def rmsprop_update(
     rho = _unit(op, "rho", rho)
     momentum = _unit(op, "momentum", momentum)
     epsilon = _nonnegative(op, "epsilon", epsilon)
+    decay = _nonnegative(op, "weight_decay", weight_decay) * lr
     if momentum > 0.0 and momentum_buf is None:
         raise ValueError(f"{op}: expected a momentum_buf buffer when momentum > 0; received None")
     if centered and average_grad is None:
@@ -202,11 +211,12 @@ def rmsprop_update(
         momentum=np.float32(momentum),
         epsilon=np.float32(epsilon),
         centered=bool(centered),
+        decay=np.float32(decay),
         zero_grad=bool(zero_grad),
     )
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, zero_grad=False):
+def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, weight_decay=0.0, zero_grad=False):
     """Adagrad (Keras): acc += g*g; w -= lr*g/sqrt(acc + epsilon).
 
     Args:
@@ -215,11 +225,14 @@ def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, zero_grad=False):
         accumulator: slot, same shape (Keras starts it at 0.1).
         lr: learning rate >= 0.
         epsilon: >= 0.
+        weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
     """
     op = "adagrad_update"
     _buffers(op, w, g=g, accumulator=accumulator)
     lr = _nonnegative(op, "lr", lr)
     epsilon = _nonnegative(op, "epsilon", epsilon)
+    decay = _nonnegative(op, "weight_decay", weight_decay) * lr
     fn = impl(op, FAMILY, w=w, g=g, accumulator=accumulator)
-    fn(w, g, accumulator, lr=np.float32(lr), epsilon=np.float32(epsilon), zero_grad=bool(zero_grad))
+    fn(w, g, accumulator, lr=np.float32(lr), epsilon=np.float32(epsilon),
+       decay=np.float32(decay), zero_grad=bool(zero_grad))

@@ -209,13 +209,15 @@ def test_cpu_parallel_and_serial_twins_agree():
     v0 = np.abs(v0)
     calls = {
         "sgd": lambda f, w, g, m, v: f(w, g, m, np.float32(0.1), np.float32(0.9), True, True,
-                                       True),
+                                       np.float32(1e-3), True),
         "adam": lambda f, w, g, m, v: f(w, g, m, v, np.float32(1e-3), np.float32(0.1),
-                                        np.float32(1e-3), np.float32(1e-7), np.float32(0.0),
+                                        np.float32(1e-3), np.float32(1e-7), np.float32(1e-3),
                                         True),
         "rmsprop": lambda f, w, g, m, v: f(w, g, v, m, w, np.float32(1e-3), np.float32(0.9),
-                                           np.float32(0.5), np.float32(1e-7), False, True, True),
-        "adagrad": lambda f, w, g, m, v: f(w, g, v, np.float32(1e-2), np.float32(1e-7), True),
+                                           np.float32(0.5), np.float32(1e-7), False, True,
+                                           np.float32(1e-3), True),
+        "adagrad": lambda f, w, g, m, v: f(w, g, v, np.float32(1e-2), np.float32(1e-7),
+                                           np.float32(1e-3), True),
     }
     for name, call in calls.items():
         results = []
@@ -225,3 +227,93 @@ def test_cpu_parallel_and_serial_twins_agree():
             results.append(bufs)
         for got, want in zip(*results):
             np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+# Decoupled weight decay (Keras 3's base optimizer, every optimizer): w -= w * wd * lr, then
+# the optimizer's own step.
+
+WD, LR = 0.3, 0.05
+
+
+def _decayed(w):
+    return w - w * WD * LR
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_weight_decay(device, momentum):
+    w0, grads = randn(SHAPE, seed=51), _grads(52)
+    w, m = w0.astype(np.float64), np.zeros(SHAPE)
+    for g in grads:
+        w = _decayed(w)
+        if momentum:
+            m = momentum * m - LR * g
+            w = w + m
+        else:
+            w = w - LR * g
+    slots = [np.zeros(SHAPE, np.float32)] if momentum else []
+
+    def update(w_, g_, *rest):
+        ops.sgd_update(w_, g_, rest[0] if momentum else None, lr=LR, momentum=momentum,
+                       weight_decay=WD, zero_grad=True)
+
+    got_w, _ = _run(device, update, slots, grads, w0)
+    assert_close(got_w, w, what="sgd w with weight decay")
+
+
+def test_rmsprop_weight_decay(device):
+    w0, grads = randn(SHAPE, seed=53), _grads(54)
+    w, v = w0.astype(np.float64), np.zeros(SHAPE)
+    for g in grads:
+        w = _decayed(w)
+        v = 0.9 * v + 0.1 * g * g
+        w = w - LR * g / np.sqrt(v + 1e-7)
+
+    def update(w_, g_, v_, step):
+        ops.rmsprop_update(w_, g_, v_, lr=LR, weight_decay=WD, zero_grad=True)
+
+    got_w, _ = _run(device, update, [np.zeros(SHAPE, np.float32)], grads, w0)
+    assert_close(got_w, w, rtol=1e-5, atol=2e-5, what="rmsprop w with weight decay")
+
+
+def test_adagrad_weight_decay(device):
+    w0, grads = randn(SHAPE, seed=55), _grads(56)
+    w, acc = w0.astype(np.float64), np.full(SHAPE, 0.1)
+    for g in grads:
+        w = _decayed(w)
+        acc = acc + g * g
+        w = w - LR * g / np.sqrt(acc + 1e-7)
+
+    def update(w_, g_, acc_, step):
+        ops.adagrad_update(w_, g_, acc_, lr=LR, weight_decay=WD, zero_grad=True)
+
+    got_w, _ = _run(device, update, [np.full(SHAPE, 0.1, np.float32)], grads, w0)
+    assert_close(got_w, w, what="adagrad w with weight decay")
+
+
+def test_weight_decay_is_checked():
+    z = np.zeros(3, np.float32)
+    for call in (lambda: ops.sgd_update(z, z.copy(), lr=0.1, weight_decay=-1.0),
+                 lambda: ops.rmsprop_update(z, z.copy(), z.copy(), lr=0.1, weight_decay=-1.0),
+                 lambda: ops.adagrad_update(z, z.copy(), z.copy(), lr=0.1, weight_decay=-1.0)):
+        with pytest.raises(ValueError, match=r"_update: expected weight_decay >= 0; received -1"):
+            call()
+
+
+def test_nan_gradient_gives_nan_weights(device):
+    # NaN in a gradient reaches exactly that weight (and its slots), on every optimizer.
+    g0 = randn((5,), seed=57)
+    g0[2] = np.nan
+    nan = np.isnan(g0)
+    for name, make in {
+        "sgd": lambda w, g: ops.sgd_update(w, g, on(device, np.zeros(5, np.float32)), lr=0.1,
+                                           momentum=0.9, weight_decay=0.1),
+        "adam": lambda w, g: ops.adam_update(w, g, *on(device, np.zeros(5, np.float32),
+                                                       np.zeros(5, np.float32)), lr=0.1, step=1),
+        "rmsprop": lambda w, g: ops.rmsprop_update(w, g, on(device, np.zeros(5, np.float32)),
+                                                   lr=0.1),
+        "adagrad": lambda w, g: ops.adagrad_update(w, g, on(device, np.full(5, 0.1, np.float32)),
+                                                   lr=0.1),
+    }.items():
+        w, g = on(device, randn((5,), seed=58), g0)
+        make(w, g)
+        np.testing.assert_array_equal(np.isnan(host(w)), nan, err_msg=name)

@@ -221,7 +221,8 @@ def test_bad_arguments_name_the_op():
         ops.maxpool2d_forward(y[:, :2].copy(), arg, x, **kw)
     with pytest.raises(ValueError, match=r"maxpool2d_backward: expected argmax.shape == "):
         ops.maxpool2d_backward(x, y, arg[:, :2].copy(), **kw)
-    with pytest.raises(ValueError, match=r"maxpool2d_backward: expected dy.shape == \(1, 3, 6, 3\)"):
+    with pytest.raises(ValueError,
+                       match=r"maxpool2d_backward: expected dy.shape == \(1, 3, 6, 3\)"):
         ops.maxpool2d_backward(x, np.zeros((1, 3, 6, 2), np.float32), arg, **kw)
     with pytest.raises(TypeError, match="pool_size"):
         ops.maxpool2d_backward(x, y, arg)  # the geometry is required
