@@ -29,6 +29,7 @@ from kernels_numba.device import (  # noqa: E402,F401
     check_cuda_available,
     copy_from_host,
     cuda_available,
+    cuda_status,
     device_of,
     empty,
     resolve_device,
@@ -37,5 +38,7 @@ from kernels_numba.device import (  # noqa: E402,F401
     to_host,
     zeros,
 )
+
+from kernels_numba._cuda import LaunchRecord, record_launches  # noqa: E402,F401
 
 __version__ = "0.1.0"

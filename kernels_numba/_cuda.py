@@ -3,22 +3,34 @@
 Everything CUDA-specific the rest of the package needs goes through here, so a
 move from numba-cuda (maintenance mode) to its successor touches this file only.
 
-- `cuda` is the numba.cuda module, or None when numba-cuda is missing or broken.
+- `cuda` is the numba.cuda module, or None when numba-cuda is missing or broken
+  (`IMPORT_ERROR` keeps why).
 - `kernel(*signatures)` declares a @cuda.jit kernel and records it, with every
   signature it is launched with, in KERNELS; the PTX test compiles that list, so
-  no kernel escapes the float64 scan.
+  no kernel escapes the float64 scan. Kernels are cached on disk (see `_DiskCache`).
 - `device_function` declares a @cuda.jit(device=True) helper.
-- `launch(k, grid, block, *args)` launches with a cached configuration.
+- `launch(k, grid, block, *args)` launches with a cached configuration;
+  `record_launches()` lists every launch (tests, benchmarks).
+- `probe()` compiles and launches one kernel, once per process, and says why CUDA
+  is unusable when it is (`python -m kernels_numba.doctor` prints it).
 - Kernels are compiled lazily: eager signatures would need a driver at import.
 """
 
+import contextlib
+import hashlib
 import os
 import threading
+from pathlib import Path
 
+IMPORT_ERROR = ""
 try:  # numba-cuda is an optional extra; importing it needs no driver.
     from numba import cuda
-except Exception:  # noqa: BLE001 - any failure means "no CUDA path"
+except ImportError as exc:  # not installed: the CPU twins only
     cuda = None
+    IMPORT_ERROR = f"numba-cuda is not installed ({exc})"
+except Exception as exc:  # noqa: BLE001 - installed but broken: keep the reason
+    cuda = None
+    IMPORT_ERROR = f"numba-cuda failed to import: {type(exc).__name__}: {exc}"
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
@@ -49,7 +61,7 @@ class _Unavailable:
 
     def __getitem__(self, config):
         raise RuntimeError(
-            f"CUDA kernel {self.name} cannot run: numba-cuda is not installed. "
+            f"CUDA kernel {self.name} cannot run: {IMPORT_ERROR}. "
             "Install the `cuda` extra (pip install 'kerasish[cuda]') or set KERASISH_DEVICE=cpu."
         )
 
@@ -58,6 +70,75 @@ def _jit_options(options):
     if SIMULATOR:
         return {k: v for k, v in options.items() if k not in _SIM_UNSUPPORTED}
     return options
+
+
+# On-disk kernel cache. numba-cuda keys an entry by signature, CUDA runtime version,
+# device cc, numba-cuda version and the kernel's bytecode, and drops a file's entries
+# when that file's mtime/size change - but not when a device function or constant in
+# ANOTHER file changes (numba#8888). So every kernel's stamp is a hash of the whole
+# package source: any edit recompiles everything once. Reading or writing the cache
+# needs a real device; the simulator has no cache. KERNELS_NUMBA_CUDA_CACHE=0 turns it off.
+DISK_CACHE = cuda is not None and not SIMULATOR and \
+    os.environ.get("KERNELS_NUMBA_CUDA_CACHE", "1") != "0"
+_source_stamp = None
+
+
+def source_stamp():
+    """sha256 of every .py file of kernels_numba (names and contents), computed once."""
+    global _source_stamp
+    if _source_stamp is None:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _source_stamp = h.hexdigest()
+    return _source_stamp
+
+
+class _StampedLocator:
+    """numba's cache locator with the package stamp instead of one file's mtime/size."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def get_source_stamp(self):
+        return ("kernels_numba", source_stamp())
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _enable_disk_cache(dispatcher):
+    """Give `dispatcher` numba-cuda's CUDACache with the package-wide stamp.
+
+    Uses numba-cuda internals (dispatcher.CUDACache, CUDACacheImpl, 0.30.x); if they
+    move, the kernel still works, uncached, and `CACHE_ERROR` says why.
+    """
+    global CACHE_ERROR
+    try:
+        from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
+
+        class _Impl(CUDACacheImpl):
+            def __init__(self, py_func):
+                super().__init__(py_func)
+                self._locator = _StampedLocator(self._locator)
+
+        class _Cache(CUDACache):
+            _impl_class = _Impl
+
+        dispatcher._cache = _Cache(dispatcher.py_func)
+    except Exception as exc:  # noqa: BLE001 - caching is an optimization; keep why
+        CACHE_ERROR = f"{type(exc).__name__}: {exc}"
+
+
+CACHE_ERROR = ""
+
+
+def cache_path(k):
+    """Where kernel `k`'s disk cache lives (None: not cached)."""
+    cache = getattr(k, "_cache", None)
+    return getattr(cache, "cache_path", None) if DISK_CACHE else None
 
 
 def kernel(*signatures, **options):
@@ -70,7 +151,10 @@ def kernel(*signatures, **options):
         KERNELS[name] = KernelSpec(name, pyfunc, list(signatures))
         if cuda is None:
             return _Unavailable(name)
-        return cuda.jit(**_jit_options(options))(pyfunc)
+        k = cuda.jit(**_jit_options(options))(pyfunc)
+        if DISK_CACHE:
+            _enable_disk_cache(k)
+        return k
 
     return decorate
 
@@ -99,29 +183,133 @@ def grid_1d(n, block=256):
     return max(1, ceil_div(n, block)), block
 
 
+class LaunchRecord:
+    """One `launch(...)`: the kernel's name, grid and block."""
+
+    __slots__ = ("name", "grid", "block")
+
+    def __init__(self, name, grid, block):
+        self.name, self.grid, self.block = name, grid, block
+
+    def __repr__(self):
+        return f"LaunchRecord({self.name}, grid={self.grid}, block={self.block})"
+
+
+_recorders = []  # active record_launches() lists, innermost last
+
+
+def kernel_name(k):
+    f = getattr(k, "py_func", None)
+    return getattr(f, "__name__", None) or getattr(k, "name", None) or repr(k)
+
+
+@contextlib.contextmanager
+def record_launches(execute=True):
+    """Record every launch() in the block: `with record_launches() as calls: ...`.
+
+    `calls` is a list of LaunchRecord. execute=False skips the kernels themselves (a
+    no-op launcher, for measuring the host work around them). Not thread-safe by
+    design: recorders are process-wide, like the launches they count.
+    """
+    calls = []
+    _recorders.append((calls, execute))
+    try:
+        yield calls
+    finally:
+        _recorders.remove((calls, execute))
+
+
 def launch(k, grid, block, *args, shared_bytes=0):
     """Launch kernel `k`; `k[grid, block]` is an lru-cached configuration in numba-cuda."""
+    if _recorders:
+        record = LaunchRecord(kernel_name(k), grid, block)
+        for calls, _ in _recorders:
+            calls.append(record)
+        if not _recorders[-1][1]:
+            return
     k[grid, block, 0, shared_bytes](*args)
 
 
-def available():
-    """True when a real GPU (or the simulator) can run kernels."""
+# The probe: can this process really run kernels? Cached once per process.
+_probe_result = None
+_probe_lock = threading.Lock()
+
+
+def _probe_body(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = a[i] * 2 + 1  # int32 data: no float constants to promote
+
+
+_probe_kernel = kernel("void(int32[::1])")(_probe_body)
+
+
+def _absent_reason():
+    """Why no GPU is present at all (nothing broken), or "" when one may be."""
     if cuda is None:
-        return False
+        return IMPORT_ERROR if IMPORT_ERROR.startswith("numba-cuda is not installed") else ""
     try:
-        return bool(cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken driver means "not available"
-        return False
+        from numba.cuda.cudadrv import driver
+
+        err = getattr(driver.driver, "initialization_error", None)
+    except Exception:  # noqa: BLE001
+        err = None
+    if err and "cannot be found" in str(err):
+        return "no CUDA driver library (libcuda.so) on this machine"
+    return ""
+
+
+def _run_probe():
+    """(status, reason): status "ok", "absent" (no GPU here) or "broken"."""
+    if SIMULATOR:
+        return "ok", ""
+    absent = _absent_reason()
+    if absent:
+        return "absent", absent
+    if cuda is None:
+        return "broken", IMPORT_ERROR
+    try:
+        if not cuda.is_available():
+            from numba.cuda.cudadrv import driver
+
+            err = getattr(driver.driver, "initialization_error", None)
+            if err:
+                return "broken", f"the CUDA driver failed to initialise: {str(err).strip()}"
+            return "absent", "the CUDA driver found no GPU"
+    except Exception as exc:  # noqa: BLE001 - report, do not hide
+        return "broken", f"cuda.is_available() raised {type(exc).__name__}: {exc}"
+    import numpy as np
+
+    host = np.arange(64, dtype=np.int32)
+    try:
+        dev = cuda.to_device(host)
+        _probe_kernel[1, 64](dev)
+        got = dev.copy_to_host()
+    except Exception as exc:  # noqa: BLE001 - the message is what the user needs
+        return "broken", (f"compiling or launching a probe kernel failed: "
+                          f"{type(exc).__name__}: {str(exc).strip()}")
+    if not np.array_equal(got, host * 2 + 1):
+        return "broken", "a probe kernel ran but returned wrong values"
+    return "ok", ""
+
+
+def probe():
+    """(status, reason) for this process, computed once: see _run_probe."""
+    global _probe_result
+    with _probe_lock:
+        if _probe_result is None:
+            _probe_result = _run_probe()
+    return _probe_result
+
+
+def available():
+    """True when a real GPU (or the simulator) can run kernels: the probe passed."""
+    return probe()[0] == "ok"
 
 
 def unavailable_reason():
-    """Why available() is False, for error messages."""
-    if cuda is None:
-        return "numba-cuda is not installed"
-    try:
-        return "" if cuda.is_available() else "no CUDA driver or device found"
-    except Exception as exc:  # noqa: BLE001
-        return str(exc)
+    """Why available() is False, for error messages ("" when it is True)."""
+    return probe()[1]
 
 
 def is_device_array(a):

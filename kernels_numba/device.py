@@ -11,6 +11,7 @@ degrade to a plain NumPy array, None, a plain copy and no-op events.
 """
 
 import os
+import warnings
 
 import numpy as np
 
@@ -22,26 +23,50 @@ _allocations = 0
 
 
 def cuda_available():
-    """True when CUDA kernels can run here (a GPU, or NUMBA_ENABLE_CUDASIM=1)."""
+    """True when CUDA kernels can run here: the probe kernel compiled and ran (once per
+    process; see kernels_numba._cuda.probe), or NUMBA_ENABLE_CUDASIM=1."""
     return _cuda.available()
+
+
+def cuda_status():
+    """(status, reason): "ok", "absent" (no GPU/driver/numba-cuda here) or "broken"."""
+    return _cuda.probe()
 
 
 def check_cuda_available():
     if not cuda_available():
         raise RuntimeError(
-            f"CUDA not available ({_cuda.unavailable_reason()}). Install the `cuda` extra "
+            f"CUDA not available: {_cuda.unavailable_reason()}. Run `python -m "
+            "kernels_numba.doctor` for the versions involved; install the `cuda` extra "
             "(pip install 'kerasish[cuda]') on a machine with an NVIDIA GPU, or use device 'cpu'."
         )
 
 
+_warned = False
+
+
 def resolve_device(name=None):
-    """'auto' | 'cpu' | 'cuda' (default: $KERASISH_DEVICE, else auto) -> 'cpu' or 'cuda'."""
+    """'auto' | 'cpu' | 'cuda' (default: $KERASISH_DEVICE, else auto) -> 'cpu' or 'cuda'.
+
+    auto: CUDA when the probe passes; the CPU when no GPU is present (silently) or the
+    CUDA stack is broken (one RuntimeWarning per process naming the reason). 'cuda' on
+    a machine where the probe fails raises RuntimeError with that reason.
+    """
+    global _warned
     name = (name or os.environ.get("KERASISH_DEVICE") or "auto").lower()
     if name not in ("auto", CPU, CUDA):
         raise ValueError(f"Unknown device: expected one of 'auto', 'cpu', 'cuda'; "
                          f"received {name!r}")
     if name == "auto":
-        return CUDA if cuda_available() else CPU
+        status, reason = cuda_status()
+        if status == "ok":
+            return CUDA
+        if status == "broken" and not _warned:
+            _warned = True
+            warnings.warn(f"kernels_numba: CUDA is installed but unusable, training on the "
+                          f"CPU: {reason} (python -m kernels_numba.doctor for details)",
+                          RuntimeWarning, stacklevel=2)
+        return CPU
     if name == CUDA:
         check_cuda_available()
     return name

@@ -1,6 +1,13 @@
 """Shared fixtures. `device` runs a test on the CPU twin and, where CUDA kernels can
 run (a GPU, or NUMBA_ENABLE_CUDASIM=1), on the CUDA kernels; the cuda case carries
-the `cudasim` marker, so the CPU run deselects it and the simulator run selects it."""
+the `cudasim` marker, so the CPU run deselects it and the simulator run selects it.
+
+The default device (what `auto` and models built without set_device get) is pinned
+to the CPU unless the run selects the `cudasim` or `gpu` marker, so on a GPU machine
+the "CPU suite" really runs the CPU twins; a run with `-m cudasim` / `-m "cudasim or
+gpu"` leaves KERASISH_DEVICE alone (default auto: the simulator or the GPU). Set
+KERASISH_TEST_DEVICE=auto|cpu|cuda to force one.
+"""
 
 import os
 
@@ -11,6 +18,21 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
 
 from kernels_numba import cuda_available  # noqa: E402
+
+
+def default_test_device(markexpr, forced=None):
+    """The KERASISH_DEVICE a pytest run gets: 'cpu' for the CPU suite, else 'auto'."""
+    if forced:
+        return forced
+    expr = markexpr or ""
+    selects_cuda = any(word in expr.replace("not cudasim", "").replace("not gpu", "")
+                       for word in ("cudasim", "gpu"))
+    return "auto" if selects_cuda else "cpu"
+
+
+def pytest_configure(config):
+    os.environ["KERASISH_DEVICE"] = default_test_device(
+        config.getoption("markexpr", ""), os.environ.get("KERASISH_TEST_DEVICE"))
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cudasim)])

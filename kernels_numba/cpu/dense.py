@@ -3,7 +3,8 @@
 GEMMs go through kernels_numba.cpu.gemm (NumPy's BLAS on output blocks, in
 parallel; transposed operands are views, which BLAS takes as transpose flags).
 Bias + activation run as one njit pass after the product (parallel over rows for
-large outputs).
+large outputs). The CUDA split-K/bias workspace is accepted and ignored (the CPU
+GEMM's K-split partial products are added in a fixed order already).
 """
 
 import numba
@@ -58,7 +59,7 @@ def _add_column_sums(db, dy):
         db[j] += acc[j]
 
 
-def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, workspace=None):
     if c.size == 0:
         return
     op_a = a.T if trans_a else a
@@ -88,7 +89,7 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
             y, bias, b is not None, code)
 
 
-def dense_backward(dx, dw, db, dy, x, w):
+def dense_backward(dx, dw, db, dy, x, w, workspace=None):
     if dx is not None:
         gemm(dx, dy, w.T)
     gemm(dw, x.T, dy, accumulate=True)

@@ -1,6 +1,7 @@
 """CPU twins of kernels_numba.ops.reduction (validated arguments only).
 
-Sums accumulate in float64 (free on the CPU) and are stored as float32.
+Sums accumulate in float64 (free on the CPU) and are stored as float32; a serial
+fixed order, so the workspace the CUDA path uses is accepted and ignored.
 """
 
 import numba
@@ -37,11 +38,11 @@ def _count_argmax_onehot(probs, targets):
     return count
 
 
-def batch_sum(y, x):
+def batch_sum(y, x, workspace=None):
     y += x.sum(axis=0, dtype=np.float64).astype(np.float32)
 
 
-def sum_into(acc, x):
+def sum_into(acc, x, workspace=None):
     acc[0] += np.float32(x.sum(dtype=np.float64))
 
 
@@ -49,14 +50,14 @@ def mean(y, x):
     y[0] = np.float32(x.mean(dtype=np.float64))
 
 
-def count_argmax_matches(acc, probs, labels):
+def count_argmax_matches(acc, probs, labels, workspace=None):
     acc[0] += np.float32(_count_argmax(probs, labels))
 
 
-def count_argmax_matches_onehot(acc, probs, targets):
+def count_argmax_matches_onehot(acc, probs, targets, workspace=None):
     acc[0] += np.float32(_count_argmax_onehot(probs, targets))
 
 
-def count_binary_matches(acc, probs, targets, threshold):
+def count_binary_matches(acc, probs, targets, threshold, workspace=None):
     predicted = (probs > threshold).astype(np.float32)
     acc[0] += np.float32(np.count_nonzero(predicted == targets))

@@ -8,24 +8,19 @@ in the workspace; w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
 A 1x1, stride-1 convolution skips im2col: col is x itself.
 """
 
-import math
-
 from numba import float32
 
-from kernels_numba._cuda import ceil_div, cuda, grid_1d, kernel, launch
-from kernels_numba.gpu.dense import matmul
+from kernels_numba._cuda import cuda, grid_1d, kernel, launch
+from kernels_numba.gpu.dense import gemm, matmul
+from kernels_numba.gpu.reduction import column_sums_into
+from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 F32_4D = "float32[:, :, :, ::1]"
 GEOM = ", ".join(["int64"] * 8)  # kh, kw, sh, sw, pt, pl, ho, wo
-ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 MAX_THREADS = 65536 * 256  # grid-stride loops cover anything larger
-
-# Bias-gradient block: CS_COLS columns x CS_ROWS row lanes.
-CS_COLS = 32
-CS_ROWS = 8
 
 
 # kernels
@@ -82,43 +77,6 @@ def _col2im_kernel(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
         dx[b, ih, iw, ch] = s
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, int64, int64)")
-def _bias_act_kernel(y, b, has_bias, act):
-    f = b.size
-    one = float32(1.0)
-    for i in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        v = y[i]
-        if has_bias:
-            v += b[i % f]
-        if act == 1:
-            v = max(v, float32(0.0))
-        elif act == 2:
-            v = one / (one + math.exp(-v))
-        elif act == 3:
-            v = math.tanh(v)
-        y[i] = v
-
-
-@kernel(f"void({F32_1D}, {F32_2D})")
-def _bias_grad_kernel(db, dy):
-    # CS_ROWS lanes per column sum strided rows; partials meet in shared memory and
-    # one atomic add per column and block lands in db.
-    buf = cuda.shared.array((CS_ROWS, CS_COLS), float32)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    col = cuda.blockIdx.x * CS_COLS + tx
-    s = float32(0.0)
-    if col < dy.shape[1] and col < db.size:
-        for r in range(cuda.blockIdx.y * CS_ROWS + ty, dy.shape[0], cuda.gridDim.y * CS_ROWS):
-            s += dy[r, col]
-    buf[ty, tx] = s
-    cuda.syncthreads()
-    if ty == 0 and col < dy.shape[1] and col < db.size:
-        for i in range(1, CS_ROWS):
-            s += buf[i, tx]
-        cuda.atomic.add(db, col, s)
-
-
 # launchers
 
 def _grid(n):
@@ -144,14 +102,7 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
     if m == 0:
         return
     col = x.reshape(m, k) if pointwise else _im2col(workspace, x, m, k, geom)
-    y2 = y.reshape(m, f)
-    matmul(y2, col, w.reshape(k, f))
-    act = ACT_CODES[activation]
-    if b is not None or act != 0:
-        y1 = y.reshape(m * f)
-        grid, block = _grid(m * f)
-        launch(_bias_act_kernel, grid, block, y1, y1 if b is None else b,
-               int(b is not None), act)
+    gemm(y.reshape(m, f), col, w.reshape(k, f), b, act=KIND_CODES[activation])
 
 
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
@@ -180,7 +131,7 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     else:
         col = _im2col(workspace, x, m, k, geom)
     dy2 = dy.reshape(m, f)
-    matmul(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0)
+    scratch = workspace[m * k:]  # behind the columns, which the GEMM still reads
+    matmul(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0, workspace=scratch)
     if db is not None:
-        grid = (ceil_div(f, CS_COLS), min(ceil_div(m, CS_ROWS * 32), 1024))
-        launch(_bias_grad_kernel, grid, (CS_COLS, CS_ROWS), db, dy2)
+        column_sums_into(db, dy2, scratch)

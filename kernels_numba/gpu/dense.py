@@ -13,10 +13,12 @@ their stores, so M, N, K need not be multiples of the tile.
 Global loads are software-pipelined: each k-step issues the next tile's loads into
 registers before computing on the current shared tile.
 
-The epilogue is c = act(alpha * acc + beta * c + bias), which serves both matmul
-(act linear, no bias) and dense_forward (alpha 1, beta 0). With beta == 0, c is
-never read. Small outputs with a long K (conv weight gradients) split K over
-gridDim.z; those blocks add their partial products into c with atomics.
+The epilogue is c = act(alpha * acc + beta * c + bias), which serves matmul (act
+linear, no bias), dense_forward and conv2d_forward (alpha 1, beta 0). With beta == 0,
+c is never read. Small outputs with a long K (weight gradients) split K over
+gridDim.z = S: the kernel's `c` is then an (S*M, N) workspace where block z stores
+its partial product in rows [z*M, (z+1)*M), and `_split_k_reduce_kernel` adds the S
+partials in split order into the real c (deterministic: no float atomics).
 """
 
 import math
@@ -24,29 +26,20 @@ import math
 from numba import float32, int32
 
 from kernels_numba._cuda import ceil_div, cuda, kernel, launch
-from kernels_numba.gpu import elementwise
+from kernels_numba.gpu.reduction import cached_scratch, column_sums_into
 from kernels_numba.ops.activation import KIND_CODES
+from kernels_numba.ops.dense import TILES, pick_splits, pick_tile
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 GEMM_SIG = f"void({F32_2D}, {F32_2D}, {F32_2D}, {F32_1D}, float32, float32, int32, int32)"
 
-# name -> (BM, BN, BK, TM, TN); both use 256 threads per block.
-TILES = {"t64": (64, 64, 16, 4, 4), "t128": (128, 128, 8, 8, 8)}
 SMEM_PAD = 4  # pads shared rows so the transposing tile stores avoid bank conflicts
 LINEAR = KIND_CODES["linear"]
 RELU = KIND_CODES["relu"]
 SIGMOID = KIND_CODES["sigmoid"]
 TANH = KIND_CODES["tanh"]
-
-# Split-K heuristic: aim for TARGET_BLOCKS blocks (2 per SM on a 132-SM H100/H200).
-TARGET_BLOCKS = 256
-SPLIT_MIN_K = 512
-MAX_SPLITS = 64
-
-# Column-sum (bias gradient) block: CS_COLS columns x CS_ROWS row lanes.
-CS_COLS = 32
-CS_ROWS = 8
+REDUCE_BLOCK = 256
 
 
 # kernels
@@ -66,11 +59,12 @@ def _make_gemm_kernel(trans_a, trans_b, tile):
     ldb_s = bn + SMEM_PAD
 
     def body(c, a, b, bias, alpha, beta, has_bias, act):
-        m = c.shape[0]
+        # Split-K (gridDim.z > 1): c is the (gridDim.z * M, N) partial workspace.
+        m = c.shape[0] // cuda.gridDim.z
         n = c.shape[1]
         k_total = a.shape[0] if trans_a else a.shape[1]
         # Split-K: blockIdx.z takes a bk-aligned slice [k_lo, k_hi) of K (the whole
-        # of K when gridDim.z == 1) and adds its partial product with atomics.
+        # of K when gridDim.z == 1) and stores its partial product in its row band.
         k_chunk = ((k_total + bk - 1) // bk + cuda.gridDim.z - 1) // cuda.gridDim.z * bk
         k_lo = cuda.blockIdx.z * k_chunk
         k_hi = min(k_total, k_lo + k_chunk)
@@ -161,8 +155,8 @@ def _make_gemm_kernel(trans_a, trans_b, tile):
                 for j in range(tn):
                     col = col0 + tx + j * ntx
                     if col < n and cuda.gridDim.z > 1:
-                        # Split-K partial (the launcher pre-scaled c by beta; linear, no bias).
-                        cuda.atomic.add(c, (r, col), alpha * acc[i, j])
+                        # Split-K partial (linear, no bias): the reduce kernel adds beta*c.
+                        c[cuda.blockIdx.z * m + r, col] = alpha * acc[i, j]
                     elif col < n:
                         v = alpha * acc[i, j]
                         if beta != float32(0.0):
@@ -191,53 +185,32 @@ _GEMM_KERNELS = {
 }
 
 
-@kernel(f"void({F32_1D}, {F32_2D})")
-def _add_column_sums_kernel(db, dy):
-    # Each (tx, ty) thread sums a strided set of rows of one column; the CS_ROWS
-    # partials meet in shared memory and one atomic add per column and block lands in db.
-    buf = cuda.shared.array((CS_ROWS, CS_COLS), float32)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    n = dy.shape[0]
-    f = dy.shape[1]
-    col = cuda.blockIdx.x * CS_COLS + tx
-    s = float32(0.0)
-    if col < f:
-        for r in range(cuda.blockIdx.y * CS_ROWS + ty, n, cuda.gridDim.y * CS_ROWS):
-            s += dy[r, col]
-    buf[ty, tx] = s
-    cuda.syncthreads()
-    if ty == 0 and col < f:
-        for i in range(1, CS_ROWS):
-            s += buf[i, tx]
-        cuda.atomic.add(db, col, s)
+@kernel(f"void({F32_2D}, {F32_2D}, float32)")
+def _split_k_reduce_kernel(c, part, beta):
+    # c = beta * c + part[0] + part[1] + ... (split order); c not read when beta == 0.
+    m = c.shape[0]
+    n = c.shape[1]
+    splits = part.shape[0] // max(m, 1)
+    for idx in range(cuda.grid(1), m * n, cuda.gridsize(1)):
+        r = idx // n
+        col = idx - r * n
+        s = float32(0.0)
+        for z in range(splits):
+            s += part[z * m + r, col]
+        if beta != float32(0.0):
+            s += beta * c[r, col]
+        c[r, col] = s
 
 
 # launchers
 
-def pick_tile(m, n):
-    """128x128 tiles once they still fill a large GPU (>= ~one block per SM), else 64x64."""
-    return "t128" if ceil_div(m, 128) * ceil_div(n, 128) >= 128 else "t64"
-
-
-def pick_splits(blocks, k):
-    """Split-K factor: enough blocks to fill a large GPU, each split walking >= SPLIT_MIN_K.
-
-    Pays off for small outputs with a long K, e.g. conv weight gradients
-    (KH*KW*C x F outputs, K = batch * output pixels).
-    """
-    if blocks >= TARGET_BLOCKS:
-        return 1
-    return max(1, min(ceil_div(TARGET_BLOCKS, blocks), k // SPLIT_MIN_K, MAX_SPLITS))
-
-
 def gemm(c, a, b, bias=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0,
-         act=LINEAR, tile=None, splits=None):
+         act=LINEAR, tile=None, splits=None, workspace=None):
     """c = act(alpha * op(a) @ op(b) + beta * c + bias) on validated device arrays.
 
     `tile` ("t64"/"t128") and `splits` (split-K factor, linear without bias only)
-    override the heuristics; with splits > 1 the result is summed with atomics, so
-    its last bits may vary from run to run.
+    override the heuristics. A split GEMM needs splits * M * N floats of workspace
+    (the cached scratch when None; a smaller workspace splits less).
     """
     m, n = c.shape
     if m == 0 or n == 0:
@@ -252,30 +225,36 @@ def gemm(c, a, b, bias=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.
         splits = 1
     elif splits is None:
         splits = pick_splits(gm * gn, k_total)
-    if splits > 1:  # the blocks add partial products into c: apply beta first
-        if beta == 0:
-            elementwise.fill(c, 0.0)
-        elif beta != 1:
-            elementwise.scale(c, c, float32(beta))
+    out = c
+    if splits > 1:
+        ws = cached_scratch(splits * m * n) if workspace is None else workspace
+        splits = min(splits, ws.size // (m * n))
+        if splits > 1:
+            out = ws[: splits * m * n].reshape(splits * m, n)
+        else:
+            splits = 1
     k = _GEMM_KERNELS[(bool(trans_a), bool(trans_b), tile)]
-    launch(k, (gm, gn, splits), (bm // tm) * (bn // tn), c, a, b,
+    launch(k, (gm, gn, splits), (bm // tm) * (bn // tn), out, a, b,
            c[0] if bias is None else bias,
            float32(alpha), float32(beta), int32(bias is not None), int32(act))
+    if splits > 1:
+        grid = max(1, min(ceil_div(m * n, REDUCE_BLOCK), 4096))
+        launch(_split_k_reduce_kernel, grid, REDUCE_BLOCK, c, out, float32(beta))
 
 
-def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
-    gemm(c, a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta)
+def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, workspace=None):
+    gemm(c, a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta,
+         workspace=workspace)
 
 
 def dense_forward(y, x, w, b=None, *, activation="linear"):
     gemm(y, x, w, b, act=KIND_CODES[activation])
 
 
-def dense_backward(dx, dw, db, dy, x, w):
+def dense_backward(dx, dw, db, dy, x, w, workspace=None):
     if dx is not None:
         gemm(dx, dy, w, trans_b=True)
-    gemm(dw, x, dy, trans_a=True, beta=1.0)
-    n, f = dy.shape
-    if db is not None and n and f:
-        grid = (ceil_div(f, CS_COLS), min(ceil_div(n, CS_ROWS * 32), 1024))
-        launch(_add_column_sums_kernel, grid, (CS_COLS, CS_ROWS), db, dy)
+    # dw's split-K partials, then db's row-block partials, share the workspace in turn.
+    gemm(dw, x, dy, trans_a=True, beta=1.0, workspace=workspace)
+    if db is not None:
+        column_sums_into(db, dy, workspace)

@@ -1,13 +1,22 @@
-"""CUDA kernels for kernels_numba.ops.reduction.
+"""CUDA kernels for kernels_numba.ops.reduction, deterministic: no float atomics.
 
-Each block reduces its share in shared memory and adds the block total with one
-atomic add, so any grid size is correct and contention stays at one atomic per block.
-`block_sum` and BLOCK are also used by the normalization kernels.
+A sum over many blocks is done in two fixed-order stages: each block reduces its
+grid-strided share in shared memory (a fixed tree) and stores its total in a
+workspace slot; one finishing block adds the slots in index order. With one block
+the first stage adds into the output directly (one launch). So a result depends on
+the launch configuration only, never on block scheduling: same bits run to run.
+Workspaces are caller-supplied (`*_workspace_shape` in ops.reduction); when the
+caller passes none, `cached_scratch` lends a process-wide buffer, allocated on first
+use and grown when a larger one is needed (every kernel runs on one stream, so one
+buffer serves all ops in turn). `block_sum` and BLOCK are also used by the
+normalization kernels; `column_sums_into` by the dense and conv bias gradients.
 """
 
 from numba import float32
 
+from kernels_numba import device
 from kernels_numba._cuda import SIMULATOR, ceil_div, cuda, device_function, kernel, launch
+from kernels_numba.ops.reduction import MAX_ROW_BLOCKS, MAX_SUM_BLOCKS, ROWS_PER_BLOCK
 
 # Threads per 1-D reduction block (a power of two). The simulator runs one Python
 # thread per CUDA thread, so it gets small blocks; the code path is the same.
@@ -16,7 +25,6 @@ BLOCK = 64 if SIMULATOR else 256
 # Kernels accept any block up to these sizes (and do nothing for larger ones).
 TILE_COLS = 32
 TILE_ROWS = 2 if SIMULATOR else 8
-MAX_GRID = 1024
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
@@ -60,11 +68,22 @@ def _argmax_row(a, r):
     return arg
 
 
+@device_function(inline="always")
+def _store_total(acc, part, total):
+    """Thread 0's block total: into acc with one block, else into the block's slot."""
+    if cuda.gridDim.x == 1:
+        acc[0] += total
+    elif cuda.blockIdx.x < part.size:
+        part[cuda.blockIdx.x] = total
+
+
 # kernels
 
 
-@kernel(f"void({F32_1D}, {F32_2D})")
-def _batch_sum_kernel(y, x):
+@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D})")
+def _column_partials_kernel(y, part, x):
+    # Block (bx, by) sums rows by, by + gridDim.y, ... (times the block's row lanes) of
+    # its columns. gridDim.y == 1: y += the sums; else part[by, col] = the partial.
     buf = cuda.shared.array((TILE_ROWS, TILE_COLS), float32)
     cols = cuda.blockDim.x
     rows = cuda.blockDim.y
@@ -73,12 +92,13 @@ def _batch_sum_kernel(y, x):
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     n, f = x.shape
+    by = cuda.blockIdx.y
     # Uniform loop bounds across the block: syncthreads inside is safe.
     for col0 in range(cuda.blockIdx.x * cols, f, cuda.gridDim.x * cols):
         col = col0 + tx
         s = _ZERO
         if col < f:
-            for r in range(cuda.blockIdx.y * rows + ty, n, cuda.gridDim.y * rows):
+            for r in range(by * rows + ty, n, cuda.gridDim.y * rows):
                 s += x[r, col]
         buf[ty, tx] = s
         cuda.syncthreads()
@@ -90,12 +110,25 @@ def _batch_sum_kernel(y, x):
             cuda.syncthreads()
             size = half
         if ty == 0 and col < f:
-            cuda.atomic.add(y, col, buf[0, tx])
+            if cuda.gridDim.y == 1:
+                y[col] += buf[0, tx]
+            elif by < part.shape[0] and col < part.shape[1]:
+                part[by, col] = buf[0, tx]
         cuda.syncthreads()
 
 
-@kernel(f"void({F32_1D}, {F32_1D})")
-def _sum_into_kernel(acc, x):
+@kernel(f"void({F32_1D}, {F32_2D})")
+def _add_column_partials_kernel(y, part):
+    # y[col] += part[0, col] + part[1, col] + ... in row order: one thread per column.
+    for col in range(cuda.grid(1), min(y.size, part.shape[1]), cuda.gridsize(1)):
+        s = _ZERO
+        for r in range(part.shape[0]):
+            s += part[r, col]
+        y[col] += s
+
+
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D})")
+def _sum_partials_kernel(acc, part, x):
     buf = cuda.shared.array(BLOCK, float32)
     if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
         return
@@ -104,7 +137,21 @@ def _sum_into_kernel(acc, x):
         s += x[i]
     total = block_sum(buf, s)
     if cuda.threadIdx.x == 0:
-        cuda.atomic.add(acc, 0, total)
+        _store_total(acc, part, total)
+
+
+@kernel(f"void({F32_1D}, {F32_1D}, int32)")
+def _add_partials_kernel(acc, part, count):
+    # ONE block: thread t adds slots t, t + blockDim, ... in order, then the fixed tree.
+    buf = cuda.shared.array(BLOCK, float32)
+    if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
+        return
+    s = _ZERO
+    for i in range(cuda.threadIdx.x, min(count, part.size), cuda.blockDim.x):
+        s += part[i]
+    total = block_sum(buf, s)
+    if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
+        acc[0] += total
 
 
 @kernel(f"void({F32_1D}, {F32_1D}, float32)")
@@ -121,8 +168,8 @@ def _mean_kernel(y, x, inv_n):
         y[0] = total * inv_n
 
 
-@kernel(f"void({F32_1D}, {F32_2D}, int32[::1])")
-def _count_argmax_kernel(acc, probs, labels):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_2D}, int32[::1])")
+def _count_argmax_kernel(acc, part, probs, labels):
     buf = cuda.shared.array(BLOCK, float32)
     if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
         return
@@ -131,12 +178,12 @@ def _count_argmax_kernel(acc, probs, labels):
         if _argmax_row(probs, r) == labels[r]:
             count += _ONE
     total = block_sum(buf, count)
-    if cuda.threadIdx.x == 0 and total != _ZERO:
-        cuda.atomic.add(acc, 0, total)
+    if cuda.threadIdx.x == 0:
+        _store_total(acc, part, total)
 
 
-@kernel(f"void({F32_1D}, {F32_2D}, {F32_2D})")
-def _count_argmax_onehot_kernel(acc, probs, targets):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_2D}, {F32_2D})")
+def _count_argmax_onehot_kernel(acc, part, probs, targets):
     buf = cuda.shared.array(BLOCK, float32)
     if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
         return
@@ -145,12 +192,12 @@ def _count_argmax_onehot_kernel(acc, probs, targets):
         if _argmax_row(probs, r) == _argmax_row(targets, r):
             count += _ONE
     total = block_sum(buf, count)
-    if cuda.threadIdx.x == 0 and total != _ZERO:
-        cuda.atomic.add(acc, 0, total)
+    if cuda.threadIdx.x == 0:
+        _store_total(acc, part, total)
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, float32)")
-def _count_binary_kernel(acc, probs, targets, threshold):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, float32)")
+def _count_binary_kernel(acc, part, probs, targets, threshold):
     buf = cuda.shared.array(BLOCK, float32)
     if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
         return
@@ -160,45 +207,84 @@ def _count_binary_kernel(acc, probs, targets, threshold):
         if predicted == targets[i]:
             count += _ONE
     total = block_sum(buf, count)
-    if cuda.threadIdx.x == 0 and total != _ZERO:
-        cuda.atomic.add(acc, 0, total)
+    if cuda.threadIdx.x == 0:
+        _store_total(acc, part, total)
 
 
 # launchers
+
+_scratch = [None]
+
+
+def cached_scratch(size):
+    """A float32 device buffer of >= size elements, shared by every op that got no
+    workspace: allocated once (counted by device.allocation_count), grown if needed."""
+    buf = _scratch[0]
+    if buf is None or buf.size < size:
+        buf = _scratch[0] = device.empty((max(size, 1),), device=device.CUDA)
+    return buf
 
 
 def _flat(a):
     return a.reshape(a.size)
 
 
-def _grid(n):
-    return max(1, min(ceil_div(n, BLOCK), MAX_GRID))
+def _blocks(n):
+    return max(1, min(ceil_div(n, BLOCK), MAX_SUM_BLOCKS))
 
 
-def batch_sum(y, x):
+def column_sums_into(y, x, workspace=None):
+    """y(F) += column sums of x(N, F) in a fixed order (bias gradients, batch_sum)."""
     n, f = x.shape
-    # Enough row chunks to fill the GPU, each thread summing >= 16 rows.
-    grid = (ceil_div(f, TILE_COLS), max(1, min(ceil_div(n, TILE_ROWS * 16), 256)))
-    launch(_batch_sum_kernel, grid, (TILE_COLS, TILE_ROWS), y, x)
+    if n == 0 or f == 0:
+        return
+    want = max(1, min(ceil_div(n, ROWS_PER_BLOCK), MAX_ROW_BLOCKS))
+    rows = 1
+    if want > 1:
+        ws = cached_scratch(want * f) if workspace is None else workspace
+        rows = min(want, ws.size // f)
+    block = (TILE_COLS, TILE_ROWS)
+    if rows <= 1:
+        launch(_column_partials_kernel, (ceil_div(f, TILE_COLS), 1), block, y, x, x)
+        return
+    part = ws[: rows * f].reshape(rows, f)
+    launch(_column_partials_kernel, (ceil_div(f, TILE_COLS), rows), block, y, part, x)
+    launch(_add_column_partials_kernel, (ceil_div(f, BLOCK), 1), BLOCK, y, part)
 
 
-def sum_into(acc, x):
-    launch(_sum_into_kernel, _grid(x.size), BLOCK, acc, _flat(x))
+def _two_stage(k, acc, workspace, n, *args):
+    """Launch counting/summing kernel k over n items with per-block slots, then finish."""
+    want = _blocks(n)
+    blocks, part = 1, acc
+    if want > 1:
+        ws = cached_scratch(want) if workspace is None else workspace
+        blocks = max(1, min(want, ws.size))
+        part = ws
+    launch(k, blocks, BLOCK, acc, part, *args)
+    if blocks > 1:
+        launch(_add_partials_kernel, 1, BLOCK, acc, part, blocks)
+
+
+def batch_sum(y, x, workspace=None):
+    column_sums_into(y, x, workspace)
+
+
+def sum_into(acc, x, workspace=None):
+    _two_stage(_sum_partials_kernel, acc, workspace, x.size, _flat(x))
 
 
 def mean(y, x):
     launch(_mean_kernel, 1, BLOCK, y, _flat(x), float32(1.0 / x.size))
 
 
-def count_argmax_matches(acc, probs, labels):
-    launch(_count_argmax_kernel, _grid(probs.shape[0]), BLOCK, acc, probs, labels)
+def count_argmax_matches(acc, probs, labels, workspace=None):
+    _two_stage(_count_argmax_kernel, acc, workspace, probs.shape[0], probs, labels)
 
 
-def count_argmax_matches_onehot(acc, probs, targets):
-    launch(_count_argmax_onehot_kernel, _grid(probs.shape[0]), BLOCK, acc, probs, targets)
+def count_argmax_matches_onehot(acc, probs, targets, workspace=None):
+    _two_stage(_count_argmax_onehot_kernel, acc, workspace, probs.shape[0], probs, targets)
 
 
-def count_binary_matches(acc, probs, targets, threshold):
-    launch(
-        _count_binary_kernel, _grid(probs.size), BLOCK, acc, _flat(probs), _flat(targets), threshold
-    )
+def count_binary_matches(acc, probs, targets, threshold, workspace=None):
+    _two_stage(_count_binary_kernel, acc, workspace, probs.size, _flat(probs),
+               _flat(targets), threshold)

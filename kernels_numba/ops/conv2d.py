@@ -5,12 +5,15 @@ Padding "valid" or "same" (TensorFlow's asymmetric same: out = ceil(in / stride)
 pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total // 2, the
 rest after). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
 `workspace` (sized by `conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column
-matrix plus a (KH*KW*C, F) GEMM scratch.
+matrix, then the CUDA backward-filter's deterministic reduction scratch (dw's split-K
+partials, then db's row-block partials).
 Conventions: outputs first; ops never allocate; dw/db accumulate (+=), dx overwrites.
 """
 
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
+from kernels_numba.ops.dense import matmul_workspace_shape
+from kernels_numba.ops.reduction import batch_sum_workspace_shape
 
 __all__ = [
     "conv2d_output_shape",
@@ -92,11 +95,14 @@ def conv2d_output_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
 def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
     """(S,): the 1-D float32 scratch all three conv2d ops need.
 
-    S = N*Ho*Wo*KH*KW*C (the im2col matrix) + KH*KW*C*F (GEMM scratch for dw).
+    S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C) + max(dw's split-K partials
+    (splits*K*F, ops.dense.matmul_workspace_shape), db's row-block partials).
     """
     ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding)
     k = w_shape[0] * w_shape[1] * w_shape[2]
-    return (x_shape[0] * ho * wo * k + k * w_shape[3],)
+    m, f = x_shape[0] * ho * wo, w_shape[3]
+    scratch = max(matmul_workspace_shape(k, f, m)[0], batch_sum_workspace_shape((m, f))[0])
+    return (m * k + scratch,)
 
 
 def _check_workspace(op, workspace, x_shape, w_shape, strides, padding):

@@ -1,11 +1,18 @@
-"""CPU training is reproducible bit for bit: the CPU twins split work across threads
-(GEMM blocks, K-split partial sums, per-sample scatters) in a fixed way, so two runs
-from one seed give identical weights however the threads are scheduled."""
+"""Training is reproducible bit for bit on the default device (the CPU in the CPU
+suite; the GPU when scripts/gpu_check.sh runs it with KERASISH_TEST_DEVICE=cuda).
+
+The CPU twins split work across threads (GEMM blocks, K-split partial sums,
+per-sample scatters) in a fixed way; the CUDA kernels use no float atomics in any
+gradient, loss or metric path (split-K and bias gradients, loss sums and metric
+counts add per-block partials in a fixed order). So two runs from one seed give
+identical weights however threads or blocks are scheduled. (Max-pool backward's
+atomics are the one known exception, tracked in test_ptx.KNOWN_FLOAT_ATOMICS.)
+"""
 
 import numpy as np
 
 import kerasish as keras
-from kerasish import layers, models
+from kerasish import config, layers, models
 
 
 def reference_cnn_weights(x, y):
@@ -21,7 +28,9 @@ def reference_cnn_weights(x, y):
     return model.get_weights()
 
 
-def test_two_runs_from_one_seed_are_identical():
+def test_two_runs_from_one_seed_are_identical(capsys):
+    with capsys.disabled():
+        print(f"\n[determinism test on device {config.get_device()!r}]")
     rng = np.random.default_rng(0)
     x = rng.random((200, 28, 28, 1), dtype=np.float32)  # 3 full batches + a partial one
     y = rng.integers(0, 10, 200)

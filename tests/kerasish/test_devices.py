@@ -49,3 +49,19 @@ def test_two_fit_steps_on_cuda_match_cpu():
     for a, b in zip(w_cpu, w_gpu):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(p_gpu, p_cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_cpu_suite_default_device_is_the_cpu(request):
+    """tests/conftest.py pins KERASISH_DEVICE=cpu unless the run selects cudasim/gpu, so on
+    a GPU machine the CPU suite still tests the CPU twins."""
+    import os
+
+    from tests.conftest import default_test_device
+
+    want = default_test_device(request.config.getoption("markexpr", ""),
+                               os.environ.get("KERASISH_TEST_DEVICE"))
+    if want != "cpu":
+        pytest.skip(f"this run's default device is {want!r}, not the CPU suite's")
+    assert os.environ["KERASISH_DEVICE"] == "cpu"
+    assert config.get_device() == "cpu"
+    assert models.Sequential([keras.Input((3,)), layers.Dense(2)]).device == "cpu"

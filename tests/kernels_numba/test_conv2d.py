@@ -114,7 +114,11 @@ def test_shapes():
     assert ops.conv2d_output_shape((2, 5, 7, 3), (3, 2, 3, 4), strides=(2, 2),
                                    padding="same") == (2, 3, 4, 4)
     assert ops.conv2d_output_shape((1, 5, 7, 3), (3, 2, 3, 4), strides=2) == (1, 2, 3, 4)
-    assert ops.conv2d_workspace_shape((2, 5, 7, 3), (3, 2, 3, 4)) == (2 * 3 * 6 * 18 + 18 * 4,)
+    # columns (M=36 x K=18), then one row block of bias partials (4); K is not split
+    assert ops.conv2d_workspace_shape((2, 5, 7, 3), (3, 2, 3, 4)) == (2 * 3 * 6 * 18 + 4,)
+    # the reference CNN's second conv: columns + 15 split-K partials of dw (288 x 64)
+    assert ops.conv2d_workspace_shape((64, 13, 13, 32), (3, 3, 32, 64)) == \
+        (64 * 11 * 11 * 288 + 15 * 288 * 64,)
 
 
 def _args(x_shape=X_SHAPE, w_shape=W_SHAPE, strides=(1, 1), padding="valid"):
@@ -146,7 +150,7 @@ def test_bad_arguments_name_the_op():
         ops.conv2d_forward(y, x.astype(np.float64), w, b, ws)
     with pytest.raises(ValueError, match="conv2d_forward: expected activation in"):
         ops.conv2d_forward(*_args(), activation="softmax")
-    with pytest.raises(ValueError, match=r"conv2d_forward: expected workspace.shape == \(360,\)"):
+    with pytest.raises(ValueError, match=r"conv2d_forward: expected workspace.shape == \(326,\)"):
         y, x, w, b, ws = _args()
         ops.conv2d_forward(y, x, w, b, ws[:10])
     with pytest.raises(ValueError, match=r"conv2d_backward_filter: expected db.shape == \(2,\)"):

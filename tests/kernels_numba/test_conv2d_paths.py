@@ -57,3 +57,45 @@ def test_columns_ready_must_be_bool():
     with pytest.raises(TypeError, match="conv2d_backward_filter: expected columns_ready"):
         ops.conv2d_backward_filter(np.zeros_like(w), None, np.zeros(y_shape, np.float32), x,
                                    ws, columns_ready=1)
+
+
+@pytest.mark.cudasim
+@pytest.mark.parametrize("w_shape,launches", [((3, 3, 1, 2), ["_im2col_kernel", "_gemm_nn_t64_kernel"]),
+                                              ((1, 1, 1, 2), ["_gemm_nn_t64_kernel"])],
+                         ids=["3x3", "1x1"])
+def test_cuda_forward_fuses_bias_and_activation(w_shape, launches):
+    """Bias + activation run in the GEMM epilogue: no separate pass (a 1x1 conv: one launch)."""
+    from kernels_numba import cuda_available, record_launches
+
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")
+    x_shape = (1, 4, 5, 1)
+    x, w, b = randn(x_shape, seed=31), randn(w_shape, seed=32), randn((2,), seed=33)
+    y_shape, ws = _buffers("cuda", x_shape, w_shape, (1, 1), "valid")
+    for act in ("relu", "sigmoid", "tanh"):
+        y = on("cuda", np.full(y_shape, np.nan, np.float32))
+        with record_launches() as calls:
+            ops.conv2d_forward(y, *on("cuda", x, w, b), ws, activation=act)
+        assert [c.name for c in calls] == launches
+        assert_close(host(y), conv_ref(x, w, b, activation=act), what=f"fused {act}")
+
+
+def test_bias_gradient_over_several_row_blocks(device):
+    """M = 3*9*9 = 243 output pixels > one row block (128): the bias gradient adds two
+    partial rows in order (CUDA) - and equals the plain column sum; repeatable bits."""
+    x_shape, w_shape = (3, 11, 11, 1), (3, 3, 1, 2)
+    x = randn(x_shape, seed=41)
+    y_shape, ws = _buffers(device, x_shape, w_shape, (1, 1), "valid")
+    dy = randn(y_shape, seed=42)
+    out = []
+    for _ in range(2):
+        dw, db = on(device, np.zeros(w_shape, np.float32), np.zeros(2, np.float32))
+        ops.conv2d_backward_filter(dw, db, *on(device, dy, x), ws)
+        out.append((host(dw), host(db)))
+    assert_close(out[0][1], dy.astype(np.float64).sum(axis=(0, 1, 2)), what="db")
+    cols = np.lib.stride_tricks.sliding_window_view(x[..., 0].astype(np.float64), (3, 3),
+                                                    axis=(1, 2))
+    exp_dw = np.einsum("nhwij,nhwf->ijf", cols, dy.astype(np.float64))[:, :, None, :]
+    assert_close(out[0][0], exp_dw, what="dw")
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)

@@ -86,26 +86,63 @@ def test_gemm_large_tile_kernels(trans_a, trans_b):
 @pytest.mark.cudasim
 @pytest.mark.parametrize("beta", [0.0, 1.0, -2.0])
 def test_gemm_split_k(beta):
-    """Split-K (blocks over gridDim.z adding partial products with atomics), forced small."""
+    """Split-K (gridDim.z blocks store partials in a workspace, a second kernel adds
+    them in split order), forced small; with a NaN-filled workspace (never read
+    before written) and bit-identical on a repeat (no atomics)."""
     if not cuda_available():
         pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba import record_launches
     from kernels_numba.gpu import dense as gpu_dense
 
     a, b = _operands(5, 7, 40, True, False, seed=13)
     c0 = randn((5, 7), seed=14)
-    c = on("cuda", np.full((5, 7), np.nan, np.float32) if beta == 0 else c0)
-    gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, alpha=0.5, beta=beta, splits=3)
+    results = []
+    for _ in range(2):
+        c = on("cuda", np.full((5, 7), np.nan, np.float32) if beta == 0 else c0)
+        ws = on("cuda", np.full(3 * 5 * 7, np.nan, np.float32))
+        with record_launches() as calls:
+            gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, alpha=0.5,
+                           beta=beta, splits=3, workspace=ws)
+        assert [r.name for r in calls] == ["_gemm_tn_t64_kernel", "_split_k_reduce_kernel"]
+        assert calls[0].grid[2] == 3
+        results.append(host(c))
     expected = 0.5 * _ref_product(a, b, True, False) + (beta * c0 if beta else 0.0)
-    assert_close(host(c), expected, what=f"split-K beta={beta}")
+    assert_close(results[0], expected, what=f"split-K beta={beta}")
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.cudasim
+def test_gemm_split_k_small_workspace_splits_less():
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba import record_launches
+    from kernels_numba.gpu import dense as gpu_dense
+
+    a, b = _operands(3, 4, 30, True, False, seed=15)
+    c = on("cuda", np.zeros((3, 4), np.float32))
+    ws = on("cuda", np.zeros(2 * 3 * 4 + 5, np.float32))  # room for 2 of the 4 splits
+    with record_launches() as calls:
+        gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, splits=4, workspace=ws)
+    assert calls[0].grid[2] == 2
+    assert_close(host(c), _ref_product(a, b, True, False), what="split-K, 2 splits")
 
 
 def test_split_k_heuristic():
-    from kernels_numba.gpu.dense import MAX_SPLITS, pick_splits
+    from kernels_numba.ops.dense import MAX_SPLITS, pick_splits, split_k
 
     assert pick_splits(5, 86528) > 1  # conv weight gradient: 5 output tiles, long K
     assert pick_splits(5, 86528) <= MAX_SPLITS
-    assert pick_splits(4, 64) == 1  # short K: not worth the atomics
+    assert pick_splits(4, 64) == 1  # short K: not worth a second launch
     assert pick_splits(1024, 1 << 20) == 1  # the output tiles already fill the GPU
+    assert split_k(288, 64, 7744) == 15  # the reference CNN's second conv weight gradient
+
+
+def test_workspace_shapes():
+    assert ops.matmul_workspace_shape(288, 64, 7744) == (15 * 288 * 64,)
+    assert ops.matmul_workspace_shape(64, 10, 64) == (1,)  # no split: no partials
+    # dense at batch 64: one row block, no split -> the minimum; batch 1000: 8 row blocks
+    assert ops.dense_backward_workspace_shape((64, 1600), (1600, 64)) == (64,)
+    assert ops.dense_backward_workspace_shape((1000, 20), (20, 10)) == (8 * 10,)
 
 
 # dense_forward / dense_backward

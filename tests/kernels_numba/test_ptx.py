@@ -1,15 +1,20 @@
-"""Every registered CUDA kernel compiles to PTX for cc 8.0 and 9.0 without a GPU, and
-float32/float16 kernels contain no float64 instruction (silent promotion).
+"""Every registered CUDA kernel compiles to PTX for cc 8.0 and 9.0 without a GPU,
+float32/float16 kernels contain no float64 instruction (silent promotion), no kernel
+adds floats with atomics (run-to-run determinism), and the sm_90 PTX assembles with
+the machine's `ptxas` (the compiler wheels emit a PTX ISA that CUDA 13.0 accepts).
 
 The kernel list comes from the package's registry (kernels_numba._cuda.KERNELS),
 filled by importing every module in kernels_numba.gpu, so none can escape.
 Runs in its own pytest process: compile_ptx does not exist under the simulator.
 """
 
+import glob
 import importlib
 import os
 import pkgutil
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -29,6 +34,21 @@ for _mod in pkgutil.iter_modules(gpu_pkg.__path__):
 
 CASES = [(spec, sig) for spec in _cuda.KERNELS.values() for sig in spec.signatures]
 F64 = re.compile(r"\.f64\b")
+FLOAT_ATOMIC = re.compile(r"\b(atom|red)(\.global|\.shared)?\.add(\.noftz)?\.f(16|32|64)\b")
+# Kernels still allowed float atomics, each with the reason (being fixed elsewhere).
+KNOWN_FLOAT_ATOMICS = {
+    "kernels_numba.gpu.pool2d._maxpool_backward_kernel":
+        "max-pool backward scatters dy with atomic adds; the pool2d owner replaces it "
+        "with a gather (issue 17, item 2)",
+}
+_PTX = {}
+
+
+def ptx_of(spec, sig, cc):
+    key = (spec.name, sig, cc)
+    if key not in _PTX:
+        _PTX[key] = _cuda.cuda.compile_ptx(spec.pyfunc, sig, cc=cc)[0]
+    return _PTX[key]
 
 
 def test_registry_is_populated():
@@ -41,8 +61,52 @@ def test_registry_is_populated():
 @pytest.mark.parametrize("spec,sig", CASES,
                          ids=[f"{s.name.split('.', 2)[2]}[{g}]" for s, g in CASES])
 def test_kernel_compiles_without_f64(spec, sig, cc):
-    ptx, _ = _cuda.cuda.compile_ptx(spec.pyfunc, sig, cc=cc)
+    ptx = ptx_of(spec, sig, cc)
     assert ".entry" in ptx
     if "float64" not in sig:
         bad = [line.strip() for line in ptx.splitlines() if F64.search(line)]
         assert not bad, f"{spec.name} {sig}: float64 instructions in PTX: {bad[:5]}"
+
+
+@pytest.mark.parametrize("spec,sig", CASES,
+                         ids=[f"{s.name.split('.', 2)[2]}[{g}]" for s, g in CASES])
+def test_no_float_atomics(spec, sig):
+    """Float atomics make sums depend on block scheduling: results change run to run."""
+    ptx = ptx_of(spec, sig, (9, 0))
+    found = sorted({m.group(0) for m in FLOAT_ATOMIC.finditer(ptx)})
+    if spec.name in KNOWN_FLOAT_ATOMICS:
+        if found:
+            pytest.xfail(f"KNOWN EXCEPTION {spec.name} still has {found}: "
+                         f"{KNOWN_FLOAT_ATOMICS[spec.name]}")
+        return  # fixed: the entry in KNOWN_FLOAT_ATOMICS can go
+    assert not found, f"{spec.name} {sig}: float atomics in PTX: {found}"
+
+
+def _ptxas_table(spec, sig, ptx, exe):
+    run = subprocess.run([exe, "-v", "-arch=sm_90", "-o", os.devnull, "-"], input=ptx,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (
+        f"ptxas -arch=sm_90 refused {spec.name} [{sig}]:\n{run.stderr[-2000:]}\n"
+        f"(PTX {re.findall(r'^[.]version .*$', ptx, re.M)}: pin the NVVM wheel to the "
+        f"ptxas/driver CUDA version, setup.cfg)")
+    regs = re.findall(r"Used (\d+) registers", run.stderr)
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", run.stderr)
+    return int(regs[0]) if regs else -1, tuple(map(int, spills[0])) if spills else (0, 0)
+
+
+def test_ptx_assembles_with_ptxas(capsys):
+    """The sm_90 PTX of every kernel assembles with `ptxas -v`; prints registers and spills."""
+    exe = shutil.which("ptxas") or next(
+        (p for p in sorted(glob.glob("/usr/local/cuda*/bin/ptxas"), reverse=True)), None)
+    if exe is None:
+        pytest.skip("ptxas not found (PATH or /usr/local/cuda*/bin): install the CUDA "
+                    "toolkit's ptxas to check that the PTX assembles")
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    rows = []
+    for spec, sig in CASES:
+        regs, (st, ld) = _ptxas_table(spec, sig, ptx_of(spec, sig, (9, 0)), exe)
+        rows.append(f"  {spec.name.split('.', 2)[2]:58s} {regs:4d} regs  spill {st}/{ld} B")
+    with capsys.disabled():
+        release = re.findall(r"release [^,\n]+", version)
+        print(f"\nptxas -v -arch=sm_90 ({release[0] if release else exe}): registers, spill "
+              f"stores/loads per kernel\n" + "\n".join(rows))

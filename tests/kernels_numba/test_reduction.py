@@ -108,7 +108,10 @@ def test_kernels_are_correct_for_any_launch_configuration():
     x = randn((9, 37), seed=7)
     for grid, block in [(1, 1), (2, 5), (3, 7)]:  # odd block sizes exercise the tree's odd folds
         acc = on("cuda", np.zeros(1, np.float32))
-        launch(gpu._sum_into_kernel, grid, block, acc, on("cuda", x.reshape(-1)))
+        part = on("cuda", np.full(grid, np.nan, np.float32))
+        launch(gpu._sum_partials_kernel, grid, block, acc, part, on("cuda", x.reshape(-1)))
+        if grid > 1:
+            launch(gpu._add_partials_kernel, 1, block, acc, part, grid)
         assert_close(
             host(acc),
             [x.astype(np.float64).sum()],
@@ -118,5 +121,67 @@ def test_kernels_are_correct_for_any_launch_configuration():
         )
     for grid, block in [((1, 1), (32, 1)), ((2, 3), (7, 2))]:
         y = on("cuda", np.zeros(37, np.float32))
-        launch(gpu._batch_sum_kernel, grid, block, y, on("cuda", x))
+        part = on("cuda", np.full((grid[1], 37), np.nan, np.float32))
+        launch(gpu._column_partials_kernel, grid, block, y, part, on("cuda", x))
+        if grid[1] > 1:
+            launch(gpu._add_column_partials_kernel, 2, 5, y, part)
         assert_close(host(y), x.astype(np.float64).sum(axis=0), what=f"batch_sum {grid}x{block}")
+
+
+# Deterministic multi-block sums: per-block partials in a workspace, a fixed-order finish.
+
+def test_workspace_shapes():
+    assert ops.batch_sum_workspace_shape((64, 10)) == (10,)  # one row block: no partials
+    assert ops.batch_sum_workspace_shape((300, 3)) == (3 * 3,)  # ceil(300 / 128) row blocks
+    assert ops.batch_sum_workspace_shape((10**6, 2)) == (256 * 2,)  # capped
+    assert ops.sum_workspace_shape(64) == (1,)
+    assert ops.sum_workspace_shape(1000) == (4,)
+    assert ops.sum_workspace_shape(10**9) == (1024,)
+
+
+@pytest.mark.parametrize("explicit", [True, False], ids=["workspace", "cached"])
+def test_multi_block_sums_are_exact_and_repeatable(device, explicit):
+    """Several blocks (300 rows > one row block; 700 items > one block of threads):
+    the same bits on a repeat, with a NaN-filled workspace (written before read)."""
+    x2 = randn((300, 3), seed=21)
+    x1 = randn((700,), seed=22)
+    results = []
+    for _ in range(2):
+        y, acc = on(device, np.zeros(3, np.float32)), on(device, np.zeros(1, np.float32))
+        ws2 = on(device, np.full(ops.batch_sum_workspace_shape(x2.shape), np.nan, np.float32))
+        ws1 = on(device, np.full((16,), np.nan, np.float32))  # more slots than needed
+        ops.batch_sum(y, on(device, x2), workspace=ws2 if explicit else None)
+        ops.sum_into(acc, on(device, x1), workspace=ws1 if explicit else None)
+        results.append((host(y), host(acc)))
+    assert_close(results[0][0], x2.astype(np.float64).sum(axis=0), what="batch_sum, 3 blocks")
+    assert_close(results[0][1], [x1.astype(np.float64).sum()], what="sum_into, many blocks")
+    for a, b in zip(results[0], results[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_small_workspace_uses_fewer_blocks(device):
+    x = randn((500,), seed=23)
+    acc = on(device, np.zeros(1, np.float32))
+    ops.sum_into(acc, on(device, x), workspace=on(device, np.zeros(2, np.float32)))
+    assert_close(host(acc), [x.astype(np.float64).sum()], what="sum_into, 2 slots")
+    labels = np.arange(200, dtype=np.int32) % 3
+    probs = np.eye(3, dtype=np.float32)[labels]
+    count = on(device, np.zeros(1, np.float32))
+    ops.count_argmax_matches(count, on(device, probs), on(device, labels),
+                             workspace=on(device, np.zeros(3, np.float32)))
+    assert host(count)[0] == 200
+
+
+@pytest.mark.cudasim
+def test_cuda_launches_two_stages_only_for_many_blocks():
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba import record_launches
+
+    with record_launches() as calls:
+        ops.sum_into(on("cuda", np.zeros(1, np.float32)), on("cuda", randn((20,), seed=1)))
+        ops.batch_sum(on("cuda", np.zeros(2, np.float32)), on("cuda", randn((7, 2), seed=2)))
+    assert [c.name for c in calls] == ["_sum_partials_kernel", "_column_partials_kernel"]
+    with record_launches() as calls:
+        ops.sum_into(on("cuda", np.zeros(1, np.float32)), on("cuda", randn((300,), seed=3)))
+    assert [c.name for c in calls] == ["_sum_partials_kernel", "_add_partials_kernel"]
