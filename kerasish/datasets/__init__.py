@@ -6,8 +6,9 @@ Sources are searched offline first (path=, $KERASISH_DATA_DIR/<name>/,
 see datasets/README.md in the repository.
 """
 
-from kerasish.datasets import fashion_mnist, mnist
+from kerasish.datasets import fashion_mnist, imdb, mnist, reuters
 from kerasish.datasets._files import DatasetNotFoundError
 from kerasish.datasets._idx import read_idx, write_idx
 
-__all__ = ["DatasetNotFoundError", "fashion_mnist", "mnist", "read_idx", "write_idx"]
+__all__ = ["DatasetNotFoundError", "fashion_mnist", "imdb", "mnist", "reuters", "read_idx",
+           "write_idx"]

@@ -1,8 +1,10 @@
 """kerasish.layers: Keras layer names and constructor arguments, channels_last."""
 
 from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
+from kerasish.layers.conv1d import Conv1D, UpSampling1D
 from kerasish.layers.convolutional import Conv2D
 from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Rescaling, Reshape
+from kerasish.layers.embedding import Embedding, Masking
 from kerasish.layers.input_layer import Input, InputLayer
 from kerasish.layers.layer import Layer
 from kerasish.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply,
@@ -10,13 +12,26 @@ from kerasish.layers.merging import (Add, Average, Concatenate, Maximum, Minimum
                                      multiply, subtract)
 from kerasish.layers.normalization import BatchNormalization
 from kerasish.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+from kerasish.layers.pooling1d import (AveragePooling1D, GlobalAveragePooling1D,
+                                       GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D)
+from kerasish.layers.recurrent import GRU, LSTM, SimpleRNN
+from kerasish.layers.wrappers import Bidirectional, TimeDistributed
 
 Convolution2D = Conv2D
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
+Convolution1D = Conv1D
+MaxPool1D = MaxPooling1D
+AvgPool1D = AveragePooling1D
+GlobalMaxPool1D = GlobalMaxPooling1D
+GlobalAvgPool1D = GlobalAveragePooling1D
+GlobalMaxPool2D = GlobalMaxPooling2D
+SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
+                   Conv1D, UpSampling1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
+                   GlobalAveragePooling1D, GlobalMaxPooling2D)
 
-BUILTIN = {cls.__name__: cls for cls in (
+BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
     Rescaling, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)}
@@ -54,4 +69,7 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "BatchNormalization", "ReLU", "LeakyReLU", "Softmax", "Rescaling", "deserialize",
            "serialize", "register",
            "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
-           "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate"]
+           "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate",
+           "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "Bidirectional",
+           "TimeDistributed", "Conv1D", "UpSampling1D", "MaxPooling1D", "AveragePooling1D",
+           "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D"]

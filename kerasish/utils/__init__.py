@@ -6,6 +6,7 @@ import numpy as np
 
 from kerasish.random import set_seed as set_random_seed
 from kerasish.utils.file_utils import get_file
+from kerasish.utils.sequence_utils import pad_sequences
 
 
 def to_categorical(x, num_classes=None):
@@ -33,4 +34,4 @@ def clear_session():
     gc.collect()
 
 
-__all__ = ["to_categorical", "set_random_seed", "get_file", "clear_session"]
+__all__ = ["to_categorical", "set_random_seed", "get_file", "clear_session", "pad_sequences"]
