@@ -35,12 +35,9 @@ for _mod in pkgutil.iter_modules(gpu_pkg.__path__):
 CASES = [(spec, sig) for spec in _cuda.KERNELS.values() for sig in spec.signatures]
 F64 = re.compile(r"\.f64\b")
 FLOAT_ATOMIC = re.compile(r"\b(atom|red)(\.global|\.shared)?\.add(\.noftz)?\.f(16|32|64)\b")
-# Kernels still allowed float atomics, each with the reason (being fixed elsewhere).
-KNOWN_FLOAT_ATOMICS = {
-    "kernels_numba.gpu.pool2d._maxpool_backward_kernel":
-        "max-pool backward scatters dy with atomic adds; the pool2d owner replaces it "
-        "with a gather (issue 17, item 2)",
-}
+# Kernels still allowed float atomics, name -> reason (none since max-pool backward
+# became a gather in 3fbf07e; an entry makes the test xfail naming that kernel).
+KNOWN_FLOAT_ATOMICS = {}
 _PTX = {}
 
 
