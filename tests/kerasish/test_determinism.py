@@ -5,8 +5,8 @@ The CPU twins split work across threads (GEMM blocks, K-split partial sums,
 per-sample scatters) in a fixed way; the CUDA kernels use no float atomics in any
 gradient, loss or metric path (split-K and bias gradients, loss sums and metric
 counts add per-block partials in a fixed order). So two runs from one seed give
-identical weights however threads or blocks are scheduled. (Max-pool backward's
-atomics are the one known exception, tracked in test_ptx.KNOWN_FLOAT_ATOMICS.)
+identical weights however threads or blocks are scheduled (test_ptx asserts that no
+kernel contains a float atomic add).
 """
 
 import numpy as np
