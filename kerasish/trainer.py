@@ -7,20 +7,23 @@ every batch on the CPU (free) and at most every ~0.1 s on CUDA (a read synchroni
 
 import contextlib
 import time
+from collections import OrderedDict
 
 import numpy as np
 
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
+from kerasish.engine import parameters, structure
 from kerasish.engine.executor import PREDICT, TEST, TRAIN, Executor
 from kerasish.engine.feeder import epoch_batches
 
 _READ_INTERVAL_S = 0.1
+_MAX_PLANS = 6  # (batch size, mode) plans kept per model; the least recently used goes
 
 
 class Trainer:
-    """Mixin for Sequential: training and inference entry points."""
+    """Mixin for Model: training and inference entry points."""
 
     def _init_trainer(self):
         self.optimizer = None
@@ -28,10 +31,12 @@ class Trainer:
         self.compiled = False
         self.stop_training = False
         self.history = None
-        self._metric_specs = []
+        self._metric_spec = None
+        self._loss_spec = self._loss_weights_spec = None
         self._metrics = []
-        self._loss_tracker = None
-        self._executors = {}
+        self._output_losses, self._output_metrics, self._loss_weights = [], [], []
+        self._loss_trackers, self._loss_tracker = [], None
+        self._executors = OrderedDict()
         self._compile_config = None
         self._initial_epoch = None
 
@@ -40,19 +45,23 @@ class Trainer:
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
                 weighted_metrics=None, run_eagerly=False, steps_per_execution=1,
                 jit_compile="auto", auto_scale_loss=True):
-        """Configure training: optimizer, loss and metrics (Keras names and objects)."""
-        if loss_weights is not None or weighted_metrics is not None:
-            raise ValueError("compile: loss_weights and weighted_metrics are not supported "
-                             "(single-output Sequential models only)")
+        """Configure training: optimizer, loss(es) and metrics (Keras names and objects);
+        for several outputs a list (one per output) or a dict by output name."""
+        if weighted_metrics is not None:
+            raise ValueError("compile: weighted_metrics is not supported yet")
         self.optimizer = koptimizers.get(optimizer)
-        self.loss = klosses.get(loss) if loss is not None else None
-        self._metric_specs = kmetrics.check_names(metrics)
+        self._loss_spec, self._loss_weights_spec = loss, loss_weights
+        self.loss = loss if loss is None or _per_output(loss) else klosses.get(loss)
+        self._metric_spec = metrics
+        if isinstance(metrics, str) or isinstance(metrics, (list, tuple)) and \
+                not any(isinstance(m, (list, tuple, dict)) for m in metrics):
+            kmetrics.check_names(metrics)  # unknown names fail at compile, as in Keras
         self._metrics = []
-        self._executors = {}
+        self._executors.clear()
         self._compile_config = {
-            "loss": loss if isinstance(loss, (str, type(None))) else klosses.serialize(self.loss),
-            "loss_weights": None,
-            "metrics": [kmetrics.serialize(m) for m in self._metric_specs] or None,
+            "loss": _serialize_losses(loss),
+            "loss_weights": loss_weights,
+            "metrics": _serialize_metrics(metrics),
             "weighted_metrics": None, "run_eagerly": False, "steps_per_execution": 1,
             "jit_compile": False,
         }
@@ -66,100 +75,132 @@ class Trainer:
                              f"`{what}()` on model '{self.name}'.")
 
     def _build_training_state(self):
-        """Optimizer slots, gradient buffers, loss/metric accumulators on the model's device."""
-        if self.loss is None:
+        """Per-output losses and metrics, trackers, the parameter blocks and the
+        optimizer's slots, on the model's device."""
+        if self._loss_spec is None:
             return
-        self.loss.check_output(self._act_shapes[-1])
+        names = self.output_names
+        shapes = [tuple(t.shape) for t in self.outputs]
+        if _per_output(self._loss_spec):
+            self._output_losses = [None if spec is None else klosses.get(spec) for spec in
+                                   structure.per_output(self._loss_spec, names, "loss")]
+        else:  # one loss for every output: the compiled object first, a copy for the rest
+            self._output_losses = [self.loss] + [klosses.get(self._loss_spec)
+                                                 for _ in names[1:]]
+        if all(loss is None for loss in self._output_losses):
+            raise ValueError(f"compile: model '{self.name}' has no loss for any output")
+        weights = structure.per_output(self._loss_weights_spec, names, "loss_weights", 1.0)
+        self._loss_weights = [1.0 if w is None else float(w) for w in weights]
+        self._output_metrics = []
+        specs = structure.metrics_per_output(self._metric_spec, names)
+        for loss, shape, spec in zip(self._output_losses, shapes, specs):
+            if loss is None:
+                if spec:
+                    raise ValueError("compile: metrics for an output without a loss are "
+                                     "not supported (its targets are not read)")
+                self._output_metrics.append([])
+                continue
+            loss.check_output(shape)
+            metrics = [kmetrics.resolve(n, shape, loss.sparse) for n in
+                       kmetrics.check_names(spec)]
+            for metric in metrics:
+                if getattr(metric, "sparse", loss.sparse) != loss.sparse:
+                    needs = "integer labels" if metric.sparse else "one-hot targets"
+                    raise ValueError(f"metric '{metric.name}' needs {needs}, but loss "
+                                     f"'{loss.name}' uses the other kind of labels")
+                metric.build(self.device)
+            self._output_metrics.append(metrics)
+        self._metrics = [m for ms in self._output_metrics for m in ms]
+        single = len(names) == 1
+        self._loss_trackers = [
+            None if loss is None else kmetrics.LossMean("loss" if single else f"{n}_loss")
+            for loss, n in zip(self._output_losses, names)]
+        for tracker in self._loss_trackers:
+            if tracker is not None:
+                tracker.build(self.device)
+        self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
+        parameters.pack(self)
         self.optimizer.build(self._trainable_variables)
-        self._loss_tracker = kmetrics.LossMean("loss")
-        self._loss_tracker.build(self.device)
-        sparse = self.loss.sparse
-        self._metrics = [kmetrics.resolve(n, self._act_shapes[-1], sparse)
-                         for n in self._metric_specs]
-        for metric in self._metrics:
-            if getattr(metric, "sparse", sparse) != sparse:
-                needs = "integer labels" if metric.sparse else "one-hot targets"
-                raise ValueError(f"metric '{metric.name}' needs {needs}, but loss "
-                                 f"'{self.loss.name}' uses the other kind of labels")
-            metric.build(self.device)
 
-    # -- data checks ------------------------------------------------------------------
+    # -- data checks and plans ---------------------------------------------------------
 
     def _check_x(self, x, what):
-        x = np.asarray(x)
-        if x.dtype.kind not in "biuf":
-            raise TypeError(f"{what}: expected numeric input data; received dtype {x.dtype}")
-        if x.ndim == 0:
-            raise ValueError(f"{what}: expected input data with a batch axis; received a "
-                             f"scalar {x!r}")
-        if len(x) == 0:
-            raise ValueError(f"{what}: received empty input data (shape {x.shape})")
+        """Input data as a list of arrays in model-input order (built on first use)."""
         if not self.built:
-            self.build((None, *x.shape[1:]))
-        expected = tuple(self._act_shapes[0][1:])
-        if tuple(x.shape[1:]) != expected:
-            raise ValueError(
-                f"Input 0 of model '{self.name}' is incompatible: expected shape "
-                f"{(None, *expected)}, received shape {(None, *x.shape[1:])}")
-        return x
+            first = x[0] if isinstance(x, (list, tuple)) and x and hasattr(x[0], "shape") \
+                else x
+            self.build((None, *np.shape(first)[1:]))
+        xs = structure.by_name(x, self.input_names, what, "input")
+        xs = [structure.check_input(a, t.shape, self.name, k, what)
+              for k, (a, t) in enumerate(zip(xs, self.inputs))]
+        if len({len(a) for a in xs}) > 1:
+            raise ValueError(f"{what}: all inputs must have the same number of samples; "
+                             f"received {[len(a) for a in xs]}")
+        return xs
 
     def _check_y(self, y, what):
-        """Labels as the loss needs them: int32 class ids (sparse) or float32 targets."""
-        y = np.asarray(y)
-        if y.dtype.kind not in "biuf":
-            raise TypeError(f"{what}: expected numeric labels; received dtype {y.dtype}")
-        out = tuple(self._act_shapes[-1])
-        if self.loss.sparse:
-            if y.ndim == len(out) and y.shape[-1] == 1:
-                y = y.reshape(y.shape[:-1])
-            if tuple(y.shape[1:]) != out[1:-1]:
-                raise ValueError(f"{what}: sparse labels must have shape {(None, *out[1:-1])} "
-                                 f"for model output {out}; received {y.shape}")
-            if y.size and (y.dtype.kind == "f" and not np.all(np.isfinite(y)) or
-                           not np.array_equal(y, np.round(y))):
-                raise ValueError(f"{what}: sparse labels must be integers; received "
-                                 f"non-integer values")
-            classes = out[-1]
-            if y.size and (y.min() < 0 or y.max() >= classes):
-                raise ValueError(
-                    f"{what}: labels must be in [0, {classes}) for loss '{self.loss.name}' with "
-                    f"{classes} output classes; received labels in [{y.min()}, {y.max()}]")
-            return y.astype(np.int32)
-        if y.ndim == len(out) - 1 and out[-1] == 1:
-            y = y.reshape((*y.shape, 1))
-        if tuple(y.shape[1:]) != out[1:]:
-            raise ValueError(f"{what}: targets must have shape {(None, *out[1:])} for loss "
-                             f"'{self.loss.name}'; received {y.shape}")
-        return y.astype(np.float32)
+        """Targets as a list in model-output order (None where an output has no loss)."""
+        ys = structure.by_name(y, self.output_names, what, "target")
+        out = []
+        for k, (target, loss, t) in enumerate(zip(ys, self._output_losses, self.outputs)):
+            if loss is None:
+                out.append(None)
+            elif target is None:
+                raise ValueError(f"{what}: no targets for output '{self.output_names[k]}', "
+                                 f"which has loss '{loss.name}'")
+            else:
+                out.append(structure.check_target(target, loss, t.shape, what))
+        return out
 
     def _executor(self, batch_size, mode):
+        """The plan for (batch size, mode), kept in a small LRU cache."""
         key = (int(batch_size), mode)
-        ex = self._executors.get(key)
+        ex = self._executors.pop(key, None)
         if ex is None:
-            ex = self._executors[key] = Executor(self, batch_size, mode)
+            if mode == TRAIN:
+                parameters.pack(self)
+                self.optimizer.build(self._trainable_variables)
+            ex = Executor(self, batch_size, mode)
+        self._executors[key] = ex
+        while len(self._executors) > _MAX_PLANS:
+            self._executors.pop(next(iter(self._executors)))
         return ex
 
     def _executor_for(self, ex, n, loader, mode):
-        """`ex` while a batch of n fits it, else one planned for max(n, loader batch size)."""
+        """`ex` while a batch of n fits it, else one planned for the loader's batch size
+        (never more than its number of samples)."""
         if ex is None or n > ex.batch_size:
-            ex = self._executor(max(n, getattr(loader, "batch_size", 0) or 0), mode)
+            size = getattr(loader, "batch_size", 0) or 0
+            samples = getattr(loader, "num_samples", None)
+            if samples is not None:
+                size = min(size, samples)
+            ex = self._executor(max(n, size), mode)
         return ex
+
+    def _executor_on_batch(self, n, mode):
+        """A cached plan with room for n rows (the smallest), or a new one for n."""
+        fits = [k for k in self._executors if k[1] == mode and k[0] >= n]
+        return self._executor(min(fits)[0] if fits else n, mode)
 
     def _arrays_loader(self, x, y, batch_size, shuffle, what):
         from kerasish.data import DataLoader, make_loader
 
-        if isinstance(x, DataLoader) or (not hasattr(x, "shape") and not isinstance(x, list)):
+        if isinstance(x, DataLoader) or (not hasattr(x, "shape") and
+                                         not isinstance(x, (list, tuple, dict))):
             if y is not None:
                 raise ValueError(f"{what}: `y` must be None when `x` is a loader or generator")
             return make_loader(x, batch_size=batch_size, shuffle=shuffle), None
         batch_size = _check_count(batch_size, what)
-        x = self._check_x(x, what)
+        xs = self._check_x(x, what)
+        ys = None
         if y is not None:
-            y = self._check_y(y, what)
-            if len(x) != len(y):
-                raise ValueError(f"{what}: x and y must have the same number of samples; "
-                                 f"received x: {len(x)}, y: {len(y)}")
-        loader = make_loader(x, y, batch_size=batch_size, shuffle=shuffle)
+            ys = self._check_y(y, what)
+            for target in ys:
+                if target is not None and len(target) != len(xs[0]):
+                    raise ValueError(f"{what}: x and y must have the same number of "
+                                     f"samples; received x: {len(xs[0])}, y: {len(target)}")
+        loader = DataLoader(_columns(xs), None if ys is None else _columns(ys),
+                            batch_size=batch_size, shuffle=shuffle)
         loader.validated = True  # checked once here, not per batch
         return loader, batch_size
 
@@ -178,7 +219,7 @@ class Trainer:
                     yb = self._check_y(yb, what)
             if with_y and yb is None:
                 raise ValueError(f"{what}: the data yields no labels (expected (x, y) batches)")
-            yield np.asarray(xb), yb
+            yield _unwrap(xb), _unwrap(yb)
 
     # -- fit --------------------------------------------------------------------------
 
@@ -203,6 +244,7 @@ class Trainer:
             x, y, validation_data = _split(x, y, validation_split)
         loader, batch_size = self._arrays_loader(x, y, 32 if batch_size is None else batch_size,
                                                  shuffle, "fit")
+        self._train_loader = loader  # BackupAndRestore saves its shuffle state
         val = None
         if validation_data is not None:
             val = self._validation_loader(validation_data, validation_batch_size or batch_size)
@@ -252,7 +294,7 @@ class Trainer:
                 if max_steps is not None and batch >= max_steps:
                     break
                 cbs.on_train_batch_begin(batch)
-                ex = self._executor_for(ex, len(xb), loader, TRAIN)
+                ex = self._executor_for(ex, _batch_len(xb), loader, TRAIN)
                 ex.train_step(xb, yb)
                 now = time.perf_counter()
                 if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
@@ -261,18 +303,46 @@ class Trainer:
                 cbs.on_train_batch_end(batch, logs)
                 if self.stop_training:
                     break
+        if ex is None:
+            raise ValueError("fit: the training data yielded no batches in this epoch "
+                             "(an empty generator or Sequence?)")
         return self._read_logs()
 
     def _reset_metrics(self):
-        self._loss_tracker.reset()
+        for tracker in self._loss_trackers:
+            if tracker is not None:
+                tracker.reset()
         for metric in self._metrics:
             metric.reset()
 
     def _read_logs(self):
-        logs = {"loss": self._loss_tracker.result()}
-        for metric in self._metrics:
-            logs[metric.name] = metric.result()
-        return logs
+        """One output: loss, then its metrics. Several: loss (the weighted sum), then
+        `<output>_loss` and `<output>_<metric>` in sorted order, as Keras 3 logs them."""
+        if len(self._output_losses) == 1:
+            logs = {"loss": self._loss_tracker.result()}
+            for metric in self._metrics:
+                logs[metric.name] = metric.result()
+            return logs
+        names, rest, total = self.output_names, {}, 0.0
+        for name, tracker, weight, metrics in zip(names, self._loss_trackers,
+                                                  self._loss_weights, self._output_metrics):
+            if tracker is not None:
+                rest[tracker.name] = value = tracker.result()
+                total += weight * value
+            for metric in metrics:
+                rest[f"{name}_{metric.name}"] = metric.result()
+        return {"loss": total, **dict(sorted(rest.items()))}
+
+    def _log_values(self, logs):
+        """evaluate's list: loss first, then the other logs in order."""
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    @property
+    def metrics_names(self):
+        if not self.compiled or not self._loss_trackers:
+            return []
+        return list(self._read_logs())
 
     # -- evaluate / predict -----------------------------------------------------------
 
@@ -290,10 +360,7 @@ class Trainer:
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
                            epochs=1, steps=total)
         logs = self._evaluate_loader(loader, cbs, steps, "evaluate")
-        if return_dict:
-            return logs
-        values = [logs["loss"]] + [logs[m.name] for m in self._metrics]
-        return values[0] if len(values) == 1 else values
+        return logs if return_dict else self._log_values(logs)
 
     def _evaluate_loader(self, loader, cbs, steps, what):
         self._reset_metrics()
@@ -307,7 +374,7 @@ class Trainer:
                     break
                 if cbs is not None:
                     cbs.on_test_batch_begin(batch)
-                ex = self._executor_for(ex, len(xb), loader, TEST)
+                ex = self._executor_for(ex, _batch_len(xb), loader, TEST)
                 ex.test_step(xb, yb)
                 if cbs is not None:
                     logs = self._read_logs() if self.device == "cpu" else logs
@@ -320,14 +387,15 @@ class Trainer:
         return logs
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """Model outputs for x, concatenated into one NumPy array."""
+        """Model outputs for x, concatenated: one NumPy array per output, in the
+        structure of the model's outputs (an array, a list or a dict)."""
         from kerasish.callbacks import CallbackList
-        from kerasish.data import make_loader
+        from kerasish.data import DataLoader, make_loader
 
-        if hasattr(x, "shape") or isinstance(x, list):
+        if hasattr(x, "shape") or isinstance(x, (list, tuple, dict)):
             batch_size = _check_count(32 if batch_size is None else batch_size, "predict")
-            loader = make_loader(self._check_x(x, "predict"), batch_size=batch_size,
-                                 shuffle=False)
+            loader = DataLoader(_columns(self._check_x(x, "predict")), batch_size=batch_size,
+                                shuffle=False)
             loader.validated = True
         else:
             loader = make_loader(x, batch_size=batch_size or 32, shuffle=False)
@@ -339,13 +407,21 @@ class Trainer:
             if steps is not None and batch >= steps:
                 break
             cbs.on_predict_batch_begin(batch)
-            ex = self._executor_for(ex, len(xb), loader, PREDICT)
+            ex = self._executor_for(ex, _batch_len(xb), loader, PREDICT)
             outputs.append(ex.predict_step(xb))
-            cbs.on_predict_batch_end(batch, {"outputs": outputs[-1]})
+            cbs.on_predict_batch_end(batch, {"outputs": self._structured(outputs[-1])})
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict: received empty data")
-        return np.concatenate(outputs)
+        return self._structured([np.concatenate(parts) for parts in zip(*outputs)])
+
+    def _structured(self, arrays):
+        """Per-output arrays packed like the model's outputs."""
+        from kerasish.graph.topology import structure_like
+
+        struct = self._outputs_struct
+        return arrays[0] if not isinstance(struct, (list, dict)) else \
+            structure_like(struct, arrays)
 
     # -- single batches -----------------------------------------------------------------
 
@@ -355,26 +431,23 @@ class Trainer:
         self._require_compiled("train_on_batch")
         x, y = self._check_x(x, "train_on_batch"), self._check_y(y, "train_on_batch")
         self._reset_metrics()
-        self._executor(len(x), TRAIN).train_step(x, y)
+        self._executor_on_batch(len(x[0]), TRAIN).train_step(x, y)
         return self._batch_result(return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
         x, y = self._check_x(x, "test_on_batch"), self._check_y(y, "test_on_batch")
         self._reset_metrics()
-        self._executor(len(x), TEST).test_step(x, y)
+        self._executor_on_batch(len(x[0]), TEST).test_step(x, y)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x):
         x = self._check_x(x, "predict_on_batch")
-        return self._executor(len(x), PREDICT).predict_step(x)
+        return self._structured(self._executor_on_batch(len(x[0]), PREDICT).predict_step(x))
 
     def _batch_result(self, return_dict):
         logs = self._read_logs()
-        if return_dict:
-            return logs
-        values = [logs["loss"]] + [logs[m.name] for m in self._metrics]
-        return values[0] if len(values) == 1 else values
+        return logs if return_dict else self._log_values(logs)
 
 
 def loader_is_checked(loader):
@@ -397,17 +470,83 @@ def _len_or_none(loader):
 
 def _split(x, y, fraction):
     """Keras: the LAST samples become validation data, split before shuffling."""
-    if not hasattr(x, "shape"):
+    first = _first_array(x)
+    if not hasattr(first, "shape"):
         raise ValueError("fit: validation_split needs NumPy array inputs")
-    n = len(x)
+    n = len(first)
     split_at = int(np.floor(n * (1 - fraction)))
     if split_at == 0 or split_at == n:
         raise ValueError(f"fit: validation_split={fraction} leaves an empty training or "
                          f"validation set for {n} samples")
-    return x[:split_at], y[:split_at], (x[split_at:], y[split_at:])
+    head, tail = slice(None, split_at), slice(split_at, None)
+    return _cut(x, head), _cut(y, head), (_cut(x, tail), _cut(y, tail))
+
+
+def _first_array(data):
+    if isinstance(data, dict):
+        data = next(iter(data.values()), None)
+    if isinstance(data, (list, tuple)) and data and hasattr(data[0], "shape"):
+        data = data[0]
+    return data
+
+
+def _cut(data, rows):
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        return {k: _cut(v, rows) for k, v in data.items()}
+    if isinstance(data, (list, tuple)) and data and hasattr(data[0], "shape"):
+        return [_cut(v, rows) for v in data]
+    return data[rows]
 
 
 def _validate_now(epoch, freq):
     if isinstance(freq, int):
         return (epoch + 1) % freq == 0
     return (epoch + 1) in freq
+
+
+def _columns(arrays):
+    """Loader data for a list of arrays: the array itself when there is one."""
+    from kerasish.data.columns import Columns
+
+    return arrays[0] if len(arrays) == 1 else Columns(
+        [np.zeros((len(arrays[0]), 0), np.float32) if a is None else a for a in arrays])
+
+
+def _unwrap(batch):
+    """A one-element list of arrays as the array (what one-input plans take)."""
+    if isinstance(batch, list) and len(batch) == 1:
+        return batch[0]
+    return batch
+
+
+def _batch_len(batch):
+    return len(batch[0]) if isinstance(batch, list) else len(batch)
+
+
+def _per_output(spec):
+    """A list, or a dict by output name (a {"class_name": ...} dict is one loss)."""
+    return isinstance(spec, (list, tuple)) or isinstance(spec, dict) and \
+        "class_name" not in spec
+
+
+def _serialize_losses(loss):
+    if isinstance(loss, (str, type(None))):
+        return loss
+    if isinstance(loss, (list, tuple)):
+        return [_serialize_losses(x) for x in loss]
+    if _per_output(loss):
+        return {k: _serialize_losses(v) for k, v in loss.items()}
+    return klosses.serialize(klosses.get(loss))
+
+
+def _serialize_metrics(metrics):
+    if metrics is None:
+        return None
+    if isinstance(metrics, dict) and "class_name" not in metrics:  # by output name
+        return {k: _serialize_metrics(v) for k, v in metrics.items()}
+    if isinstance(metrics, (list, tuple)):
+        return [_serialize_metrics(m) if isinstance(m, (list, tuple)) else
+                kmetrics.serialize(kmetrics.check_names([m])[0]) for m in metrics] or None
+    return [kmetrics.serialize(kmetrics.check_names([metrics])[0])]

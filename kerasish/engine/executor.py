@@ -1,121 +1,247 @@
-"""The static layer graph executor: buffers planned once, then a fixed list of launches.
+"""The plan of one (model graph, batch size, mode), and the step that runs it.
 
-For a built Sequential model and a batch size, the executor allocates every buffer a
-step needs (input, activations, activation gradients, labels, per-row losses) once.
-A step then only copies the host batch in and runs kernels_numba ops: no allocation.
-Batches smaller than the planned size (the last partial batch) use row views.
-On CUDA the trainer feeds batches through two input slots instead (engine/feeder.py):
-their copies are issued ahead on a copy stream and a step only waits for its own.
-
-Activation gradients ping-pong between two flat buffers: while walking backward only
-the gradient of a layer's output and of its input are alive at once. Layers that
-only reshape (Flatten, Reshape) alias their input buffer instead of copying.
+Built once: the flat graph (nested models inlined, graph/topology.py), which tensors
+need gradients, who writes each gradient (the loss first, then the consumers in
+backward order: the first overwrites, later ones write a temporary that is added),
+each buffer's lifetime and its block (graph/memory.py), every layer call's scratch,
+and the input/target slots. A step then copies the batch in and runs a fixed list of
+kernels_numba launches: nothing is allocated, nothing is decided. Smaller batches (the
+last partial one) use row views of the same buffers, cached per (rows, slot).
+On CUDA the trainer may feed the slots ahead through engine/feeder.py.
 """
+
+import os
 
 import numpy as np
 
 import kernels_numba
+from kerasish.graph.memory import FOREVER, Storage, elements, plan_storage
+from kernels_numba import ops
 
 TRAIN, TEST, PREDICT = "train", "test", "predict"
+
+def _memory_bytes():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 64 << 30
+
+
+# A plan larger than this is refused with the bytes it needs (not a MemoryError later).
+MAX_PLAN_BYTES = int(os.environ.get("KERASISH_MAX_PLAN_BYTES", str(int(_memory_bytes() * 0.8))))
+_CALL, _ZERO, _ADD, _COPY = range(4)
 
 
 def _bytes(shape, dtype=np.float32):
     return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
-def _view(flat, shape):
-    """The first prod(shape) elements of a flat buffer, shaped."""
-    return flat[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
-
-
 def _rows_view(buf, n):
     return buf if buf.shape[0] == n else buf[:n]
 
 
-class Step:
-    """Views of every buffer for one concrete batch size n."""
+def _pack(items, as_list):
+    return list(items) if as_list else items[0]
 
-    def __init__(self, ex, n, slot=0):
-        self.n = n
-        shapes = ex.act_shapes
-        self.acts = [None] * len(shapes)
-        self.acts[0] = _rows_view(ex.x_slots[slot], n)
-        for i, layer in enumerate(ex.layers):
-            shape = (n, *shapes[i + 1][1:])
-            if getattr(layer, "aliases_input", False):
-                self.acts[i + 1] = self.acts[i].reshape(shape)
-            else:
-                self.acts[i + 1] = _rows_view(ex.acts[i + 1], n)
-        out = self.acts[-1]
-        self.rows = out.size // out.shape[out.ndim - 1]
-        self.y_pred = out.reshape((self.rows, out.shape[out.ndim - 1]))
-        self.forward = [(layer, self.acts[i], self.acts[i + 1]) for i, layer in
-                        enumerate(ex.layers)]
-        if ex.mode == PREDICT:
+
+class Plan:
+    """Who writes what, when, and in which storage (device-independent)."""
+
+    def __init__(self, model, batch_size, mode):
+        g = self.graph = model._flat_graph()
+        self.mode, self.batch_size = mode, batch_size
+        k_calls = len(g.calls)
+        self.bwd_time = lambda call: 2 * k_calls - call.index
+        losses = model._output_losses if mode != PREDICT else [None] * len(g.output_ids)
+        self.losses = losses
+        self._grad_flow(g, losses, mode == TRAIN)
+        self._activations(g, k_calls, mode)
+        self._gradients(g, k_calls)
+
+    def _grad_flow(self, g, losses, train):
+        """needs[t]: t's gradient matters; writers[t]; runs[call]: its backward runs."""
+        needs = [False] * len(g.shapes)
+        self.runs = [False] * len(g.calls)
+        self.writers = {t: [] for t in range(len(g.shapes))}
+        if not train:
+            self.needs = needs
             return
-        self.y_true = _rows_view(ex.y_slots[slot], self.rows)
-        self.per_row = _rows_view(ex.per_row, self.rows)
-        self.loss_scratch = {k: _rows_view(v, self.rows) for k, v in ex.loss_scratch.items()}
-        if ex.mode == TRAIN:
-            self._plan_backward(ex, n)
+        for call in g.calls:
+            flag = bool(call.layer.trainable_weights) or any(needs[t] for t in call.inputs)
+            for t in call.outputs:
+                needs[t] = flag
+        for i, t in enumerate(g.output_ids):
+            if losses[i] is not None and needs[t]:
+                self.writers[t].append(("loss", i))
+        for call in reversed(g.calls):
+            wants = bool(call.layer.trainable_weights) or any(needs[t] for t in call.inputs)
+            run = wants and any(self.writers[t] for t in call.outputs)
+            self.runs[call.index] = run
+            if run:
+                for pos, t in enumerate(call.inputs):
+                    if needs[t]:
+                        self.writers[t].append(("call", call.index, pos))
+        self.needs = needs
 
-    def _plan_backward(self, ex, n):
-        shapes = ex.act_shapes
-        grads = [None] * len(shapes)
-        current = 0
-        grads[-1] = _view(ex.grad_flats[current], (n, *shapes[-1][1:]))
-        self.dy_pred = grads[-1].reshape(self.y_pred.shape)
-        self.backward = []
-        for i in range(len(ex.layers) - 1, -1, -1):
-            layer = ex.layers[i]
-            shape = (n, *shapes[i][1:])
-            if getattr(layer, "aliases_input", False):
-                grads[i] = grads[i + 1].reshape(shape)
+    def _activations(self, g, k_calls, mode):
+        b, self.act = self.batch_size, [None] * len(g.shapes)
+        for i, t in enumerate(g.input_ids):
+            self.act[t] = Storage(0, 0, 0)
+            self.act[t].slot_input = i
+        end = [0] * len(g.shapes)
+        for call in g.calls:
+            for t in call.inputs:
+                end[t] = max(end[t], call.index)
+                if self.runs[call.index]:
+                    end[t] = max(end[t], self.bwd_time(call))
+            for t in call.outputs:
+                end[t] = call.index
+                if self.runs[call.index]:
+                    end[t] = self.bwd_time(call)
+        for t in g.output_ids:
+            end[t] = FOREVER if mode == PREDICT else max(end[t], k_calls)
+        for call in g.calls:
+            if getattr(call.layer, "aliases_input", False):
+                st = self.act[call.inputs[0]]
+                self.act[call.outputs[0]] = st
+                if st.slot_input is None:
+                    st.cover(0, call.index, end[call.outputs[0]])
                 continue
-            needs_dx = i > 0 or getattr(layer, "needs_input_gradient", False)
-            if needs_dx:
-                current = 1 - current
-                grads[i] = _view(ex.grad_flats[current], shape)
-            self.backward.append((layer, grads[i], grads[i + 1], self.acts[i], self.acts[i + 1]))
+            for t in call.outputs:
+                self.act[t] = Storage(elements(g.shapes[t], b), call.index, end[t])
+        for t, st in enumerate(self.act):  # aliases extend their storage's lifetime
+            if st.slot_input is None:
+                st.cover(0, st.start, end[t])
+
+    def _gradients(self, g, k_calls):
+        """Gradient storages, accumulation temporaries and zero-filled output gradients."""
+        b, self.grad, self.temps, self.zero = self.batch_size, {}, {}, {}
+        producer = {t: call for call in g.calls for t in call.outputs}
+        for i, t in enumerate(g.output_ids):  # the loss writes first, at time K
+            if self.writers[t] and self.writers[t][0] == ("loss", i):
+                end = self.bwd_time(producer[t]) if t in producer else k_calls
+                if t in self.grad:
+                    self.grad[t].cover(0, k_calls, end)
+                else:
+                    self.grad[t] = Storage(elements(g.shapes[t], b), k_calls, end)
+        for call in reversed(g.calls):  # output gradients exist before their producer runs
+            if not self.runs[call.index]:
+                continue
+            t_b = self.bwd_time(call)
+            for t in call.outputs:
+                if t not in self.grad:  # nobody writes it: zeros, for this call only
+                    self.grad[t] = self.zero[t] = Storage(elements(g.shapes[t], b), t_b, t_b)
+            if getattr(call.layer, "aliases_input", False):
+                t_in, t_out = call.inputs[0], call.outputs[0]
+                if self.writers[t_in] == [("call", call.index, 0)] and t_out not in self.zero:
+                    self.grad[t_in] = self.grad[t_out]  # zero-copy: same storage
+                    self.grad[t_in].cover(0, t_b, self.bwd_time(producer[t_in]))
+                    continue
+            for pos, t in enumerate(call.inputs):
+                sink = not self.needs[t] and getattr(call.layer, "needs_input_gradient", False)
+                if not self.needs[t] and not sink:
+                    continue
+                size = elements(g.shapes[t], b)
+                if sink or self.writers[t][0] != ("call", call.index, pos):
+                    self.temps[(call.index, pos)] = Storage(size, t_b, t_b)
+                elif t not in self.grad:
+                    end = self.bwd_time(producer[t])
+                    self.grad[t] = Storage(size, t_b, end)
+
+    def storages(self):
+        seen, out = set(), []
+        for st in [*self.act, *self.grad.values(), *self.temps.values()]:
+            if st is not None and id(st) not in seen:
+                seen.add(id(st))
+                out.append(st)
+        return out
 
 
 class Executor:
     """Buffers and step functions for one model, one batch size and one mode."""
 
-    def __init__(self, model, batch_size, mode):
+    def __init__(self, model, batch_size, mode, allocate=True):
         self.model, self.mode, self.batch_size = model, mode, int(batch_size)
         self.device = model.device
-        self.layers = model.layers
-        self.act_shapes = model._act_shapes  # per-sample shapes with None batch
-        b, dev = self.batch_size, self.device
-        empty = kernels_numba.empty
-        model._ensure_scratch(b)
-        self.x = empty((b, *self.act_shapes[0][1:]), np.float32, dev)
-        self.acts = [self.x]
-        for i, layer in enumerate(self.layers):
-            if getattr(layer, "aliases_input", False):
-                self.acts.append(None)
-            else:
-                self.acts.append(empty((b, *self.act_shapes[i + 1][1:]), np.float32, dev))
-        out_shape = (b, *self.act_shapes[-1][1:])
-        rows = int(np.prod(out_shape[:-1], dtype=np.int64))
+        self._allocate = allocate  # False: only the size table (summary)
+        self.plan = Plan(model, self.batch_size, mode)
+        if allocate:  # the size table first: refuse before allocating anything
+            self._allocate = False
+            self._buffers()
+            total = sum(self.planned_bytes().values())
+            if total > MAX_PLAN_BYTES:
+                raise MemoryError(
+                    f"Model '{model.name}': a {mode} step at batch size {self.batch_size} "
+                    f"needs {total:,} bytes of buffers; the limit is {MAX_PLAN_BYTES:,} "
+                    f"(KERASISH_MAX_PLAN_BYTES); use a smaller batch_size or smaller inputs")
+            self._allocate = True
+        self._buffers()
         self.steps = {}
-        self.x_slots, self.y_slots = [self.x], []  # input slots (2 once a feeder exists)
         self._feeder = None
-        if mode == PREDICT:
-            return
-        loss = model.loss
-        if loss.sparse:
-            self.y_true = empty((rows,), np.int32, dev)
-        else:
-            self.y_true = empty((rows, out_shape[-1]), np.float32, dev)
-        self.y_slots.append(self.y_true)
-        self.per_row = empty((rows,), np.float32, dev)
-        self.loss_scratch = {k: empty(shape, dt, dev) for k, (shape, dt) in
-                             loss.scratch_shapes(rows, out_shape[-1]).items()}
-        if mode == TRAIN:
-            biggest = max(_bytes((b, *s[1:])) for s in self.act_shapes) // 4
-            self.grad_flats = [empty((biggest,), np.float32, dev) for _ in range(2)]
+
+    def _buffers(self):
+        """Every buffer of the plan, recorded in `sizes` (and allocated unless a dry run)."""
+        plan = self.plan
+        g, b = plan.graph, self.batch_size
+        self.sizes = []  # (kind, name, shape, dtype): every buffer this plan allocates
+        block_sizes = plan_storage(plan.storages())
+        self.blocks = [self._alloc("activations and gradients", f"block {k}", (size,),
+                                   np.float32) for k, size in enumerate(block_sizes)]
+        self.call_scratch = [
+            {name: self._alloc("scratch", f"{call.layer.name}/{name}", shape, dt)
+             for name, (shape, dt) in call.layer.scratch_shapes(b).items()}
+            for call in g.calls]
+        self.input_slots = [[self._alloc("inputs", f"input {i}", (b, *g.shapes[t][1:]),
+                                         np.float32) for i, t in enumerate(g.input_ids)]]
+        self.target_slots, self.per_row, self.loss_scratch, self.output_rows = [[]], [], [], []
+        for i, t in enumerate(g.output_ids):
+            shape = g.shapes[t]
+            rows = b * int(np.prod(shape[1:-1], dtype=np.int64))
+            self.output_rows.append(rows)
+            loss = plan.losses[i]
+            if loss is None:
+                self.target_slots[0].append(None)
+                self.per_row.append(None)
+                self.loss_scratch.append({})
+                continue
+            target = ((rows,), np.int32) if loss.sparse else ((rows, shape[-1]), np.float32)
+            self.target_slots[0].append(self._alloc("targets", f"target {i}", *target))
+            self.per_row.append(self._alloc("losses", f"loss {i}", (rows,), np.float32))
+            self.loss_scratch.append({
+                k: self._alloc("losses", f"loss {i}/{k}", shape_, dt) for k, (shape_, dt)
+                in loss.scratch_shapes(rows, shape[-1]).items()})
+
+    def _alloc(self, kind, name, shape, dtype):
+        self.sizes.append((kind, name, tuple(shape), np.dtype(dtype)))
+        if not self._allocate:
+            return None
+        return kernels_numba.empty(tuple(shape), dtype, self.device)
+
+    # -- compatibility with the one-input, one-output feeder -----------------------------
+
+    @property
+    def x_slots(self):
+        return [slot[0] for slot in self.input_slots]
+
+    @property
+    def y_slots(self):
+        return [slot[0] for slot in self.target_slots if slot and slot[0] is not None]
+
+    @property
+    def x(self):
+        return self.input_slots[0][0]
+
+    @property
+    def y_true(self):
+        return self.target_slots[0][0]
+
+    def planned_bytes(self):
+        out = {}
+        for kind, _, shape, dtype in self.sizes:
+            out[kind] = out.get(kind, 0) + _bytes(shape, dtype)
+        return out
+
+    # -- steps ----------------------------------------------------------------------------
 
     def step(self, n, slot=0):
         """Cached views for batch size n and input slot (at most 2 sizes x 2 slots)."""
@@ -135,10 +261,13 @@ class Executor:
             self._feeder = DeviceFeeder(self)
         return self._feeder
 
-    def load(self, s, x, y=None):
-        kernels_numba.copy_from_host(s.acts[0], x)
-        if y is not None:
-            kernels_numba.copy_from_host(s.y_true, y)
+    def load(self, s, xs, ys=None):
+        for dst, x in zip(s.inputs, xs):
+            kernels_numba.copy_from_host(dst, x)
+        if ys is not None:
+            for dst, y in zip(s.targets, ys):
+                if dst is not None and y is not None:
+                    kernels_numba.copy_from_host(dst, np.reshape(y, dst.shape))
 
     def _begin(self, x, y):
         """Views for this batch, its input on the device: a Staged batch (feeder) only
@@ -147,8 +276,10 @@ class Executor:
             s = self.step(x.n, x.slot)
             x.wait()
             return s
-        s = self.step(len(x))
-        self.load(s, x, y)
+        xs = list(x) if isinstance(x, (list, tuple)) else [x]
+        ys = None if y is None else (list(y) if isinstance(y, (list, tuple)) else [y])
+        s = self.step(len(xs[0]))
+        self.load(s, xs, ys)
         return s
 
     @staticmethod
@@ -157,20 +288,35 @@ class Executor:
             x.release()
 
     def forward(self, s, training):
-        for layer, x, y in s.forward:
-            if not getattr(layer, "aliases_input", False):
-                layer.forward(y, x, training)
+        for layer, x, y, scratch in s.forward:
+            layer.scratch = scratch  # per call: a shared layer has one set per call
+            layer.forward(y, x, training)
+
+    def backward(self, s):
+        for entry in s.backward:
+            kind = entry[0]
+            if kind == _CALL:
+                _, layer, dx, dy, x, y, scratch = entry
+                layer.scratch = scratch
+                layer.backward(dx, dy, x, y)
+            elif kind == _ADD:
+                ops.axpy(entry[1], entry[2], 1.0)
+            elif kind == _ZERO:
+                ops.fill(entry[1], 0.0)
+            else:
+                ops.copy(entry[1], entry[2])
 
     def train_step(self, x, y):
-        """Forward, loss, backward and optimizer update for one host batch."""
+        """Forward, losses, backward and optimizer update for one batch."""
         model = self.model
         s = self._begin(x, y)
         try:
             self.forward(s, True)
             self._loss_and_metrics(s)
-            model.loss.backward(s.dy_pred, s.y_pred, s.y_true, 1.0 / s.rows, s.loss_scratch)
-            for layer, dx, dy, xin, yout in s.backward:
-                layer.backward(dx, dy, xin, yout)
+            for loss, y_pred, y_true, _, scratch, scale, dy_pred in s.losses:
+                if dy_pred is not None:
+                    loss.backward(dy_pred, y_pred, y_true, scale, scratch)
+            self.backward(s)
             model.optimizer.apply(model._trainable_variables)
         finally:
             self._end(x)
@@ -184,31 +330,100 @@ class Executor:
             self._end(x)
 
     def predict_step(self, x):
-        s = self.step(len(x))
-        self.load(s, x)
+        xs = list(x) if isinstance(x, (list, tuple)) else [x]
+        s = self.step(len(xs[0]))
+        self.load(s, xs)
         self.forward(s, False)
-        return kernels_numba.to_host(s.acts[-1])
+        return [kernels_numba.to_host(o) for o in s.outputs]
 
     def _loss_and_metrics(self, s):
         model = self.model
-        model.loss.forward(s.per_row, s.y_pred, s.y_true, s.loss_scratch)
-        model._loss_tracker.update_from_losses(s.per_row, s.rows)
-        for metric in model._metrics:
-            metric.update(s.y_pred, s.y_true, s.rows)
+        for i, (loss, y_pred, y_true, per_row, scratch, _, _) in enumerate(s.losses):
+            loss.forward(per_row, y_pred, y_true, scratch)
+            model._loss_trackers[s.loss_outputs[i]].update_from_losses(per_row, len(per_row))
+        for i, metrics in enumerate(model._output_metrics):
+            if metrics:
+                y_pred, y_true, rows = s.output_rows[i], s.targets[i], s.n_rows[i]
+                for metric in metrics:
+                    metric.update(y_pred, y_true, rows)
+
+
+class Step:
+    """Views of every buffer for one concrete batch size n, and the launch lists."""
+
+    def __init__(self, ex, n, slot=0):
+        plan, g = ex.plan, ex.plan.graph
+        self.n = n
+        self.acts = [self._view(ex, plan.act[t], g.shapes[t], n, slot) for t in
+                     range(len(g.shapes))]
+        self.inputs = [self.acts[t] for t in g.input_ids]
+        self.outputs = [self.acts[t] for t in g.output_ids]
+        self.output_rows = [o.reshape((o.size // o.shape[o.ndim - 1], o.shape[o.ndim - 1]))
+                            for o in self.outputs]
+        self.n_rows = [o.shape[0] for o in self.output_rows]
+        self.forward = []
+        for call, scratch in zip(g.calls, ex.call_scratch):
+            if not getattr(call.layer, "aliases_input", False):
+                self.forward.append((call.layer, _pack([self.acts[t] for t in call.inputs],
+                                                       call.list_input),
+                                     _pack([self.acts[t] for t in call.outputs],
+                                           call.list_output), scratch))
+        self.losses, self.loss_outputs, self.targets = [], [], []
+        if ex.mode == PREDICT:
+            return
+        targets = ex.target_slots[slot]
+        self.targets = [None if tgt is None else _rows_view(tgt, r)
+                        for tgt, r in zip(targets, self.n_rows)]
+        grads = {t: self._view(ex, st, g.shapes[t], n, slot) for t, st in plan.grad.items()}
+        for i, t in enumerate(g.output_ids):
+            loss = plan.losses[i]
+            if loss is None:
+                continue
+            rows = self.n_rows[i]
+            dy = grads.get(t) if plan.writers[t][:1] == [("loss", i)] else None
+            self.losses.append((loss, self.output_rows[i], self.targets[i],
+                                _rows_view(ex.per_row[i], rows),
+                                {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()},
+                                ex.model._loss_weights[i] / rows,
+                                None if dy is None else dy.reshape(self.output_rows[i].shape)))
+            self.loss_outputs.append(i)
+        if ex.mode == TRAIN:
+            self._plan_backward(ex, plan, g, grads, n, slot)
 
     @staticmethod
-    def planned_bytes(model, batch_size):
-        """Bytes of every planned buffer for a training step at `batch_size`, by kind."""
-        b = batch_size
-        params = sum(_bytes(w.shape) for layer in model.layers for w in layer.weights)
-        trainable = [w for layer in model.layers for w in layer.trainable_weights]
-        grads = sum(_bytes(w.shape) for w in trainable)
-        n_slots = len(getattr(model.optimizer, "SLOTS", ())) if model.optimizer else 2
-        acts = _bytes((b, *model._act_shapes[0][1:])) + sum(
-            _bytes((b, *model._act_shapes[i + 1][1:]))
-            for i, layer in enumerate(model.layers) if not getattr(layer, "aliases_input", False))
-        act_grads = 2 * max(_bytes((b, *s[1:])) for s in model._act_shapes)
-        scratch = sum(_bytes(shape, dt) for layer in model.layers
-                      for shape, dt in layer.scratch_shapes(b).values())
-        return {"parameters": params, "gradients": grads, "optimizer": grads * n_slots,
-                "activations": acts, "activation gradients": act_grads, "scratch": scratch}
+    def _view(ex, st, shape, n, slot):
+        if st.slot_input is not None:
+            return _rows_view(ex.input_slots[slot][st.slot_input], n).reshape((n, *shape[1:]))
+        flat = ex.blocks[st.block]
+        return flat[:elements(shape, n)].reshape((n, *shape[1:]))
+
+    def _plan_backward(self, ex, plan, g, grads, n, slot):
+        self.backward = []
+        for call in reversed(g.calls):
+            if not plan.runs[call.index]:
+                continue
+            for t in call.outputs:
+                if t in plan.zero:
+                    self.backward.append((_ZERO, grads[t]))
+            dx, adds = [], []
+            for pos, t in enumerate(call.inputs):
+                temp = plan.temps.get((call.index, pos))
+                if temp is not None:
+                    buf = self._view(ex, temp, g.shapes[t], n, slot)
+                    dx.append(buf)
+                    if plan.needs[t]:
+                        adds.append((_ADD, grads[t], buf))
+                else:
+                    dx.append(grads.get(t) if plan.needs[t] else None)
+            dy = [grads[t] for t in call.outputs]
+            if getattr(call.layer, "aliases_input", False):
+                if dx[0] is not None and dx[0] is not grads.get(call.outputs[0]) and \
+                        plan.grad.get(call.inputs[0]) is not plan.grad.get(call.outputs[0]):
+                    self.backward.append((_COPY, dx[0], dy[0].reshape(dx[0].shape)))
+            else:
+                self.backward.append((
+                    _CALL, call.layer, _pack(dx, call.list_input), _pack(dy, call.list_output),
+                    _pack([self.acts[t] for t in call.inputs], call.list_input),
+                    _pack([self.acts[t] for t in call.outputs], call.list_output),
+                    ex.call_scratch[call.index]))
+            self.backward.extend(adds)

@@ -39,7 +39,7 @@ def epoch_batches(model, loader, what, mode):
     gets from `model._executor(loader.batch_size, mode)` (cached)."""
     host = model._batches(loader, what)
     if not ASYNC_INPUT or model.device != kernels_numba.CUDA or not model.built or \
-            not isinstance(loader, DataLoader):
+            not isinstance(loader, DataLoader) or not model._single_io():
         return host
     return model._executor(loader.batch_size, mode).feeder().feed(host)
 
@@ -70,10 +70,11 @@ class DeviceFeeder:
 
     def __init__(self, ex):
         dev, self.ex = ex.device, ex
-        while len(ex.x_slots) < SLOTS:
-            ex.x_slots.append(kernels_numba.empty(ex.x.shape, np.float32, dev))
-            if ex.y_slots:
-                ex.y_slots.append(kernels_numba.empty(ex.y_true.shape, ex.y_true.dtype, dev))
+        while len(ex.input_slots) < SLOTS:  # the plan's slots, doubled
+            ex.input_slots.append([kernels_numba.empty(b.shape, b.dtype, dev)
+                                   for b in ex.input_slots[0]])
+            ex.target_slots.append([None if b is None else kernels_numba.empty(
+                b.shape, b.dtype, dev) for b in ex.target_slots[0]])
         self.x_host = [kdevice.pinned_empty(ex.x.shape, np.float32, dev) for _ in range(SLOTS)]
         self.y_host = [kdevice.pinned_empty(ex.y_true.shape, ex.y_true.dtype, dev)
                        for _ in range(SLOTS)] if ex.y_slots else None

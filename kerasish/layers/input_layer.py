@@ -6,6 +6,8 @@ from kerasish.layers.layer import Layer
 class InputLayer(Layer):
     """Holds the per-sample input shape; Sequential keeps it out of `model.layers`.
 
+    Its one node (no inputs) outputs the KerasTensor that `Input(...)` returns.
+
     Args:
         shape: per-sample shape, e.g. (28, 28, 1).
         batch_size: optional fixed batch size (informational).
@@ -32,6 +34,10 @@ class InputLayer(Layer):
         self.shape = tuple(int(s) for s in shape)
         self.batch_size = batch_size
         self.built = True
+        self.input_shape = self.output_shape = (None, *self.shape)
+        from kerasish.graph.nodes import Node
+
+        Node(self, [], [(batch_size, *self.shape)], False)  # its tensor: `Input(...)`
 
     def get_config(self):
         return {"batch_shape": [self.batch_size, *self.shape], "dtype": "float32",
@@ -39,6 +45,8 @@ class InputLayer(Layer):
 
 
 def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, **kwargs):
-    """Keras's `Input(...)`: here an InputLayer that Sequential accepts as its first layer."""
-    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name,
-                      batch_shape=batch_shape, **kwargs)
+    """Keras's `Input(...)`: the symbolic tensor of a new InputLayer (what functional
+    models start from; Sequential also takes it as its first entry)."""
+    layer = InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, name=name,
+                       batch_shape=batch_shape, **kwargs)
+    return layer.output

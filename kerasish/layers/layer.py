@@ -13,6 +13,7 @@ Contract for subclasses (see docs/custom_layers.md):
 Buffers are NumPy arrays on the CPU and device arrays on CUDA; call kernels_numba.ops.
 """
 
+import os
 import re
 from collections import Counter
 
@@ -77,14 +78,40 @@ class Layer:
             input_shape = tuple(batch_input_shape)[1:]
         self._input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._path_prefix = ""
+        self._inbound_nodes = []  # graph/nodes.py: one Node per symbolic call
+        self._eager_models = {}  # input shapes -> a one-layer model, for layer(array)
 
     # -- weights --------------------------------------------------------------------
 
-    def add_weight(self, name, shape, initializer="glorot_uniform", trainable=True,
-                   dtype="float32"):
-        """Create a weight initialised on the host and copied to the model's device."""
+    def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=True,
+                   name=None, **kwargs):
+        """Create a weight initialised on the host and copied to the model's device.
+
+        Keras 3's keywords (`add_weight(shape=..., initializer=..., name=...)`, defaults
+        glorot_uniform, or zeros for a non-trainable weight), or kerasish's positional
+        form `add_weight(name, shape, initializer, trainable)`.
+        """
+        if args and isinstance(args[0], str):  # (name, shape, initializer, trainable)
+            name, args = args[0], args[1:]
+            legacy = dict(zip(("shape", "initializer", "trainable"), args))
+        else:  # Keras 3: (shape, initializer, dtype, trainable)
+            legacy = dict(zip(("shape", "initializer", "dtype", "trainable"), args))
+        shape = legacy.get("shape", shape)
+        initializer = legacy.get("initializer", initializer)
+        dtype = legacy.get("dtype", dtype)
+        trainable = legacy.get("trainable", trainable)
+        _check_weight_kwargs(self, kwargs)
+        if name is None:
+            name = f"variable_{len(self._weights)}" if self._weights else "variable"
+        if initializer is None:
+            initializer = "glorot_uniform" if trainable else "zeros"
+        if shape is None:
+            shape = ()
+        if dtype not in (None, "float32", np.float32):
+            raise ValueError(f"{self.name}.add_weight: only float32 weights are supported; "
+                             f"received dtype={dtype!r}")
         init = initializers.get(initializer)
-        shape = tuple(int(s) for s in shape)
+        shape = _checked_weight_shape(self, name, shape)
         value = np.asarray(init(shape), dtype=np.float32).reshape(shape)
         var = Variable(value, name, trainable=trainable, device=kconfig.get_device(),
                        path=f"{self._path_prefix}{self.name}/{name}")
@@ -129,6 +156,28 @@ class Layer:
             raise ValueError(f"Layer {self.name} is not built yet: call build() or fit first.")
         return int(sum(np.prod(w.shape) for w in self._weights))
 
+    # -- calls: symbolic (records a node) or on arrays (runs eagerly) -----------------
+
+    def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        from kerasish.graph import calls
+
+        return calls.call_layer(self, inputs, args, training, mask, kwargs)
+
+    @property
+    def input(self):
+        return self._node_attr("input")
+
+    @property
+    def output(self):
+        return self._node_attr("output")
+
+    def _node_attr(self, what):
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer '{self.name}' has never been called and thus has "
+                                 f"no defined {what}.")
+        node = self._inbound_nodes[0]
+        return node.input_structure if what == "input" else node.outputs
+
     # -- graph contract ---------------------------------------------------------------
 
     def build(self, input_shape):
@@ -136,12 +185,18 @@ class Layer:
         self.built = True
 
     def _build_once(self, input_shape):
-        input_shape = tuple(input_shape)
+        """Build on the first call; later calls must bring the same per-sample shape."""
+        input_shape = shape_structure(input_shape)
+        if self.built and self.input_shape is not None and \
+                not _same_sample_shape(self.input_shape, input_shape):
+            raise ValueError(f"Input of layer '{self.name}' is incompatible with the layer: "
+                             f"expected shape {self.input_shape}, received shape "
+                             f"{input_shape}")
         if not self.built:
             self.build(input_shape)
             self.built = True
         self.input_shape = input_shape
-        self.output_shape = tuple(self.compute_output_shape(input_shape))
+        self.output_shape = shape_structure(self.compute_output_shape(input_shape))
         return self.output_shape
 
     def compute_output_shape(self, input_shape):
@@ -178,3 +233,55 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+# add_weight keywords of Keras 3 that kerasish takes only at their "off" value.
+_WEIGHT_KWARGS_OFF = {"autocast": True, "regularizer": None, "constraint": None,
+                      "aggregation": "none", "overwrite_with_gradient": False,
+                      "synchronization": "auto", "use_resource": None}
+_MAX_WEIGHT_BYTES = int(os.environ.get("KERASISH_MAX_WEIGHT_BYTES", str(8 << 30)))
+
+
+def _check_weight_kwargs(layer, kwargs):
+    for key, value in kwargs.items():
+        if key not in _WEIGHT_KWARGS_OFF:
+            raise TypeError(f"{layer.name}.add_weight: unexpected keyword argument {key!r}")
+        if value != _WEIGHT_KWARGS_OFF[key] and value is not None:
+            raise ValueError(f"{layer.name}.add_weight: {key}={value!r} is not supported; "
+                             f"expected {key}={_WEIGHT_KWARGS_OFF[key]!r}")
+
+
+def _checked_weight_shape(layer, name, shape):
+    """A tuple of non-negative ints whose float32 size stays under the weight limit."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"Layer '{layer.name}': weight '{name}' needs a shape of integers; "
+                         f"received shape={shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"Layer '{layer.name}': weight '{name}' has a negative dimension; "
+                         f"received shape={dims}")
+    nbytes = 4 * int(np.prod(dims, dtype=object))
+    if nbytes > _MAX_WEIGHT_BYTES:
+        raise ValueError(
+            f"Layer '{layer.name}': weight '{name}' of shape {dims} would take {nbytes:,} "
+            f"bytes; the limit is {_MAX_WEIGHT_BYTES:,} bytes (KERASISH_MAX_WEIGHT_BYTES)")
+    return dims
+
+
+def shape_structure(shape):
+    """A shape as a tuple, or a list of such tuples for layers with several tensors."""
+    if isinstance(shape, (list, tuple)) and shape and \
+            all(isinstance(s, (list, tuple)) for s in shape):
+        return [tuple(s) for s in shape]
+    return tuple(shape)
+
+
+def _same_sample_shape(a, b):
+    """Equal but for the batch axis (the first) of each shape."""
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
+            all(_same_sample_shape(x, y) for x, y in zip(a, b))
+    return tuple(a[1:]) == tuple(b[1:])

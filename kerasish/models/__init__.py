@@ -1,8 +1,8 @@
-"""kerasish.models: Sequential, load_model, model_from_json."""
+"""kerasish.models: Model (functional), Sequential, load_model, model_from_json."""
 
+from kerasish.models.functional import Functional
+from kerasish.models.model import Model
 from kerasish.models.sequential import Sequential
-
-Model = Sequential
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
@@ -18,4 +18,4 @@ def model_from_json(json_string, custom_objects=None):
     return saving.model_from_json(json_string, custom_objects=custom_objects)
 
 
-__all__ = ["Sequential", "Model", "load_model", "model_from_json"]
+__all__ = ["Sequential", "Model", "Functional", "load_model", "model_from_json"]

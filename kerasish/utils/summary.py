@@ -74,14 +74,27 @@ def summary_text(model, line_length=None):
     if opt:
         lines.append(f" Optimizer params: {opt:,} ({_size(4 * opt)})")
     if model.built:
-        from kerasish.engine.executor import Executor
-
         batch = max([k[0] for k in model._executors] or [32])
-        plan = Executor.planned_bytes(model, batch)
+        plan = planned_bytes(model, batch)
         detail = ", ".join(f"{k} {_size(v)}" for k, v in plan.items())
         lines.append(f" Planned buffers on {model.device} at batch {batch}: "
                      f"{_size(sum(plan.values()))} ({detail})")
     return "\n".join(lines)
+
+
+def planned_bytes(model, batch_size):
+    """Bytes of every buffer a training (or, uncompiled, inference) step plans, by kind:
+    the plan's own size table, plus parameters, gradients and optimizer slots."""
+    from kerasish.engine.executor import PREDICT, TRAIN, Executor
+
+    mode = TRAIN if model.compiled and model._output_losses else PREDICT
+    out = {"parameters": sum(4 * int(np.prod(w.shape)) for w in model.weights)}
+    grads = sum(4 * int(np.prod(w.shape)) for w in model.trainable_weights)
+    if mode == TRAIN:
+        out["gradients"] = grads
+        out["optimizer"] = grads * len(getattr(model.optimizer, "SLOTS", ()))
+    out.update(Executor(model, batch_size, mode, allocate=False).planned_bytes())
+    return out
 
 
 def print_summary(model, line_length=None, print_fn=None):

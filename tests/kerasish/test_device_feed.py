@@ -75,7 +75,7 @@ def test_feed_delivers_every_batch_intact_in_order(on_device, monkeypatch):
             assert none is None
             s = ex.step(len(staged), staged.slot)
             staged.wait()
-            got.append((kernels_numba.to_host(s.acts[0]), kernels_numba.to_host(s.y_true)))
+            got.append((kernels_numba.to_host(s.inputs[0]), kernels_numba.to_host(s.targets[0])))
             slots.append(staged.slot)
             staged.release()
         assert [len(g[0]) for g in got] == [3, 3, 1]

@@ -1,0 +1,148 @@
+"""The order of a layer graph, its checks, and its flat form for the plan.
+
+`map_graph(inputs, outputs)` gives the nodes to run and the layers in Keras 3's
+order (by depth from the outputs, ties by first visit: keras/src/ops/function.py
+computes the same order, which is what legacy .h5 files are matched by).
+`flatten(model)` inlines nested models into one list of layer calls on integer
+tensor ids: the form the memory plan and the executor work on.
+"""
+
+from kerasish.graph.nodes import flatten as flatten_structure
+
+
+def _post_order(inputs, outputs):
+    """Nodes from inputs to outputs (iterative DFS: graphs may be 100,000 layers deep)."""
+    input_ids = {id(t) for t in inputs}
+    finished, in_progress, ordered, first_visit = set(), set(), [], {}
+    for output in outputs:
+        stack = [(output, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            node = tensor.node
+            if expanded:
+                in_progress.discard(node)
+                if node not in finished:
+                    finished.add(node)
+                    ordered.append(node)
+                continue
+            if node in finished:
+                continue
+            if node in in_progress:
+                raise ValueError(f"Tensor {tensor} from layer '{node.layer.name}' is part "
+                                 f"of a cycle")
+            first_visit.setdefault(node.layer, len(first_visit))
+            in_progress.add(node)
+            stack.append((tensor, True))
+            if not node.is_input and id(tensor) not in input_ids:
+                for parent in reversed(node.input_tensors):
+                    stack.append((parent, False))
+    return ordered, first_visit
+
+
+def map_graph(inputs, outputs, model_name):
+    """(nodes to run in order, layers in Keras's order) after checking the graph."""
+    ordered, first_visit = _post_order(inputs, outputs)
+    input_ids = {id(t) for t in inputs}
+    for node in ordered:
+        if node.is_input and not any(id(t) in input_ids for t in node.output_tensors):
+            raise ValueError(
+                f"Model '{model_name}': graph disconnected: the outputs depend on the input "
+                f"'{node.layer.name}' (shape {node.output_tensors[0].shape}), which is not "
+                f"one of the model's inputs {[t.name for t in inputs]}")
+    members = set(ordered)
+    node_depth, layer_depth = {}, {}
+    for node in reversed(ordered):
+        depth = max(node_depth.setdefault(node, 0), layer_depth.get(node.layer, 0))
+        layer_depth[node.layer] = node_depth[node] = depth
+        if id_set_contains(input_ids, node):
+            continue
+        for parent in node.parent_nodes:
+            if parent in members:
+                node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
+    for tensor in inputs:
+        layer = tensor.node.layer
+        if layer not in layer_depth:
+            raise ValueError(f"Model '{model_name}': input '{layer.name}' is not used by "
+                             f"any output; expected every input to feed the outputs")
+    position = {node: k for k, node in enumerate(ordered)}
+    nodes = sorted((n for n in ordered if not n.is_input),
+                   key=lambda n: (-node_depth[n], position[n]))
+    layers = sorted(layer_depth, key=lambda layer: (-layer_depth[layer], first_visit[layer]))
+    names = [layer.name for layer in layers]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"Model '{model_name}': layer names must be unique; the names "
+                         f"{dup} are used more than once")
+    return nodes, layers
+
+
+def id_set_contains(input_ids, node):
+    """A node whose output is a model input is where the walk stops (sub-graphs)."""
+    return any(id(t) in input_ids for t in node.output_tensors)
+
+
+class Call:
+    """One layer call of the flat graph: integer tensor ids in and out."""
+
+    __slots__ = ("layer", "inputs", "outputs", "list_input", "list_output", "index")
+
+    def __init__(self, layer, inputs, outputs, list_input, list_output, index):
+        self.layer, self.inputs, self.outputs = layer, inputs, outputs
+        self.list_input, self.list_output, self.index = list_input, list_output, index
+
+    def __repr__(self):
+        return f"Call({self.layer.name}, {self.inputs} -> {self.outputs})"
+
+
+class FlatGraph:
+    """Every layer call of a model, nested models inlined, in execution order."""
+
+    def __init__(self, model):
+        self.calls, self.shapes = [], []
+        self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
+        self.output_ids = self._inline(model, self.input_ids)
+
+    def _new_tensor(self, shape):
+        self.shapes.append(tuple(shape))
+        return len(self.shapes) - 1
+
+    def _inline(self, model, input_ids):
+        ids = {id(t): k for t, k in zip(model.inputs, input_ids)}
+        for node in model._nodes:
+            ins = [ids[id(t)] for t in node.input_tensors]
+            if getattr(node.layer, "_is_graph_model", False):
+                outs = self._inline(node.layer, ins)
+            else:
+                outs = [self._new_tensor(t.shape) for t in node.output_tensors]
+                self.calls.append(Call(node.layer, ins, outs,
+                                       isinstance(node.input_structure, (list, tuple)),
+                                       node.multi_output, len(self.calls)))
+            for t, k in zip(node.output_tensors, outs):
+                ids[id(t)] = k
+        return [ids[id(t)] for t in model.outputs]
+
+    def consumers(self):
+        """tensor id -> the calls reading it, in execution order."""
+        out = {k: [] for k in range(len(self.shapes))}
+        for call in self.calls:
+            for k in call.inputs:
+                out[k].append(call)
+        return out
+
+
+def structure_like(structure, values):
+    """`values` (flat) packed like `structure` (one item, a list, or a dict)."""
+    it = iter(values)
+
+    def pack(s):
+        if isinstance(s, dict):
+            return {k: pack(v) for k, v in s.items()}
+        if isinstance(s, (list, tuple)):
+            return [pack(v) for v in s]
+        return next(it)
+
+    out = pack(structure)
+    return out
+
+
+__all__ = ["map_graph", "FlatGraph", "Call", "flatten_structure", "structure_like"]

@@ -1,0 +1,212 @@
+"""Model: a Layer made of a layer graph, with compile/fit/evaluate/predict and saving.
+
+`keras.Model(inputs, outputs)` makes a Functional model (models/functional.py);
+Sequential (models/sequential.py) is the chain case of the same graph. A model is
+a layer: calling it on symbolic tensors nests it in another graph (the plan inlines
+it), calling it on arrays runs inference. Its weights are its layers' weights, each
+once (a shared layer's weights are one set) in Keras's order.
+"""
+
+import numpy as np
+
+from kerasish import config as kconfig
+from kerasish.graph import topology
+from kerasish.layers.layer import Layer
+from kerasish.trainer import Trainer
+
+
+class Model(Trainer, Layer):
+    """Base of Functional and Sequential. `Model(inputs, outputs, name=)` is Functional."""
+
+    _is_graph_model = True
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model:
+            from kerasish.models.functional import Functional
+
+            if not args and "inputs" not in kwargs:
+                raise TypeError("Model: expected `inputs` and `outputs` (the functional "
+                                "API: Model(inputs=..., outputs=...)); subclassed models "
+                                "with call() are not supported yet")
+            return Functional(*args, **kwargs)
+        return super().__new__(cls)
+
+    def _init_model(self, name, trainable):
+        Layer.__init__(self, name=name)
+        self._trainable = bool(trainable)
+        self.device = None
+        self._flat = None
+        self._init_trainer()
+
+    # -- structure -------------------------------------------------------------------
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        """Like Keras 3: sets every inner layer's flag too."""
+        self._trainable = bool(value)
+        for layer in getattr(self, "_layers", ()):
+            layer.trainable = value
+
+    def _flat_graph(self):
+        """Every layer call, nested models inlined (cached until the graph changes)."""
+        if self._flat is None:
+            self._flat = topology.FlatGraph(self)
+        return self._flat
+
+    def _single_io(self):
+        return len(self.inputs) == 1 and len(self.outputs) == 1 and \
+            self._output_losses and self._output_losses[0] is not None
+
+    @property
+    def input(self):
+        return self._inputs_struct
+
+    @property
+    def output(self):
+        return self._outputs_struct
+
+    @property
+    def input_names(self):
+        return [t.node.layer.name for t in self.inputs]
+
+    @property
+    def output_names(self):
+        if isinstance(self._outputs_struct, dict):
+            return list(self._outputs_struct)
+        return [t._keras_history[0].name for t in self.outputs]
+
+    def _inputs_from_dict(self, tensors):
+        missing = [n for n in self.input_names if n not in tensors]
+        if missing:
+            raise ValueError(f"Model '{self.name}': missing inputs {missing}; expected a "
+                             f"dict with keys {self.input_names}")
+        return [tensors[n] for n in self.input_names]
+
+    def compute_output_shape(self, input_shape):
+        shapes = [tuple(t.shape) for t in self.outputs]
+        return shapes if len(shapes) > 1 or isinstance(self._outputs_struct, (list, dict)) \
+            else shapes[0]
+
+    def get_layer(self, name=None, index=None):
+        """A layer by name or by index into `layers` (Keras semantics and messages)."""
+        kind = type(self).__name__
+        if (name is None) == (index is None):
+            raise ValueError(f"{kind}.get_layer: provide either a layer name or a layer "
+                             f"index, not {'both' if name is not None else 'neither'}; "
+                             f"received name={name!r}, index={index!r}")
+        layers = self.layers
+        if index is not None:
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+                raise TypeError(f"{kind}.get_layer: expected an int index; received "
+                                f"{type(index).__name__}")
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"{kind}.get_layer: was asked to retrieve layer at index "
+                                 f"{index} but model only has {len(layers)} layers.")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"{kind}.get_layer: no such layer: {name}. Existing layers are: "
+                         f"{[layer.name for layer in layers]}.")
+
+    def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        """On symbolic tensors: nest this model in a graph. On arrays: `model(x)`, the
+        inference outputs for x as one batch (NumPy). Training-mode forwards run only in
+        fit and train_on_batch, where their backward follows."""
+        from kerasish.graph.nodes import is_symbolic
+
+        if is_symbolic(inputs):
+            return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
+        if training:
+            raise ValueError(f"Model '{self.name}': calling the model with training=True is "
+                             f"not supported; expected training=False or None (use fit or "
+                             f"train_on_batch to train)")
+        return self.predict_on_batch(inputs)
+
+    # -- weights ---------------------------------------------------------------------
+
+    def _unique(self, lists):
+        seen, out = set(), []
+        for w in (w for ws in lists for w in ws):
+            if id(w) not in seen:
+                seen.add(id(w))
+                out.append(w)
+        return out
+
+    @property
+    def weights(self):
+        return self._unique(layer.weights for layer in self.layers)
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        return self._unique(layer.trainable_weights for layer in self.layers)
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(w) for w in self.trainable_weights}
+        return [w for w in self.weights if id(w) not in trainable]
+
+    @property
+    def _trainable_variables(self):
+        return self.trainable_weights
+
+    def get_weights(self):
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights):
+        mine = self.weights
+        if len(weights) != len(mine):
+            raise ValueError(f"Model '{self.name}': set_weights expected {len(mine)} arrays; "
+                             f"received {len(weights)}")
+        for var, value in zip(mine, weights):
+            if tuple(np.shape(value)) != var.shape:
+                raise ValueError(f"Model '{self.name}': weight {var.path} expects shape "
+                                 f"{var.shape}; received {tuple(np.shape(value))}")
+        for var, value in zip(mine, weights):
+            var.assign(value)
+
+    def count_params(self):
+        if not self.built:
+            raise ValueError(f"Model '{self.name}' has not been built yet: call build() or fit.")
+        return int(sum(int(np.prod(w.shape)) for w in self.weights))
+
+    def _set_device(self):
+        self.device = self.device or kconfig.get_device()  # a built model keeps its device
+
+    # -- config, summary, saving ------------------------------------------------------
+
+    def to_json(self, **kwargs):
+        from kerasish import saving
+
+        return saving.model_to_json(self, **kwargs)
+
+    def summary(self, line_length=None, print_fn=None, **kwargs):
+        """Keras's table of layers, shapes and parameters, plus the planned buffer memory."""
+        from kerasish.utils.summary import print_summary
+
+        print_summary(self, line_length=line_length, print_fn=print_fn)
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, **kwargs):
+        from kerasish import saving
+
+        saving.save_model(self, filepath, overwrite=overwrite,
+                          include_optimizer=include_optimizer)
+
+    def save_weights(self, filepath, overwrite=True, **kwargs):
+        from kerasish import saving
+
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):
+        from kerasish import saving
+
+        saving.load_weights(self, filepath, skip_mismatch=skip_mismatch, by_name=by_name)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
