@@ -547,6 +547,6 @@ def _serialize_metrics(metrics):
     if isinstance(metrics, dict) and "class_name" not in metrics:  # by output name
         return {k: _serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, (list, tuple)):
-        return [_serialize_metrics(m) if isinstance(m, (list, tuple)) else
-                kmetrics.serialize(kmetrics.check_names([m])[0]) for m in metrics] or None
+        return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
+                else kmetrics.serialize(kmetrics.check_names([m])[0]) for m in metrics] or None
     return [kmetrics.serialize(kmetrics.check_names([metrics])[0])]

@@ -52,6 +52,11 @@ def deserialize(config, custom_objects=None):
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"Layer config must be a dict with 'class_name'; received {config!r}")
     name = config["class_name"]
+    if name in ("Sequential", "Functional", "Model"):  # a nested model
+        from kerasish import models
+
+        cls = models.Sequential if name == "Sequential" else models.Functional
+        return cls.from_config(dict(config.get("config", {})), custom_objects=custom_objects)
     cls = serialization.get_registered_object(name, custom_objects) or BUILTIN.get(name)
     if cls is None:
         raise ValueError(

@@ -256,15 +256,22 @@ def _write_vars(parent, name, arrays):
 
 
 def write_native_weights(f, model_name, layers, optimizer=None):
-    """layers: [(class_name, layer_name, [array, ...])] in model order;
-    optimizer: (name, [array, ...]) or None (Keras writes it once it is built)."""
-    keys = native_layer_keys([cls for cls, _, _ in layers])
-    root = f.create_group("layers")
-    for key, (_, name, arrays) in zip(keys, layers):
-        _write_vars(root.create_group(key), name, arrays)
+    """layers: [(class_name, layer_name, [array, ...], children or None)] in model order
+    (children: a nested model's own list); optimizer: (name, [array, ...]) or None
+    (Keras writes it once it is built)."""
+    _write_layers(f.create_group("layers"), layers)
     if optimizer is not None:
         _write_vars(f.create_group("optimizer"), optimizer[0], optimizer[1])
     _write_vars(f, model_name, [])
+
+
+def _write_layers(root, layers):
+    keys = native_layer_keys([entry[0] for entry in layers])
+    for key, (_, name, arrays, children) in zip(keys, layers):
+        group = root.create_group(key)
+        if children is not None:
+            _write_layers(group.create_group("layers"), children)
+        _write_vars(group, name, arrays)
 
 
 def _read_vars(group, source):
@@ -286,18 +293,12 @@ def is_native_layout(f):
 
 
 def read_native_weights(f, source):
-    """{"layers": {key: (name, [arrays])}, "optimizer": (name, [arrays]) or None,
+    """{"layers": {key: (name, [arrays], children)}, "optimizer": (name, [arrays]) or None,
     "model": (name, [arrays]) or None}."""
     root_name = "layers" if "layers" in f else "_layer_checkpoint_dependencies"
     layers = {}
     if root_name in f:
-        root = h5_safety.get_group(f, root_name, source)
-        for key in root.keys():
-            entry = h5_safety.get_group(root, key, source)
-            if "vars" in entry:
-                layers[key] = _read_vars(h5_safety.get_group(entry, "vars", source), source)
-            else:
-                layers[key] = (None, [])
+        layers = _read_layers(h5_safety.get_group(f, root_name, source), source, 0)
     optimizer = None
     if "optimizer" in f:
         group = h5_safety.get_group(f, "optimizer", source)
@@ -305,6 +306,25 @@ def read_native_weights(f, source):
             optimizer = _read_vars(h5_safety.get_group(group, "vars", source), source)
     model = _read_vars(h5_safety.get_group(f, "vars", source), source) if "vars" in f else None
     return {"layers": layers, "optimizer": optimizer, "model": model}
+
+
+_MAX_NESTING = 32  # nested models in a native weights file
+
+
+def _read_layers(root, source, depth):
+    """{key: (name or None, [DatasetRef], children or None)} for a `layers` group."""
+    if depth > _MAX_NESTING:
+        raise ValueError(f"Cannot load {source}: models nested more than {_MAX_NESTING} "
+                         f"deep under '{root.name}'")
+    layers = {}
+    for key in root.keys():
+        entry = h5_safety.get_group(root, key, source)
+        name, arrays = _read_vars(h5_safety.get_group(entry, "vars", source), source) \
+            if "vars" in entry else (None, [])
+        children = _read_layers(h5_safety.get_group(entry, "layers", source), source,
+                                depth + 1) if "layers" in entry else None
+        layers[key] = (name, arrays, children)
+    return layers
 
 
 # -- kerasish-only extra state ---------------------------------------------------------

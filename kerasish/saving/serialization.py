@@ -10,7 +10,7 @@ _GLOBAL_CUSTOM_OBJECTS = {}  # registered name ("Custom>MyLayer") -> class/funct
 _GLOBAL_CUSTOM_NAMES = {}  # class/function -> registered name
 _SCOPE_STACK = []  # dicts pushed by custom_object_scope
 
-_SUPPORTED_MODELS = ("Sequential",)
+_SUPPORTED_MODELS = ("Sequential", "Functional", "Model")
 
 
 def register_serializable(package="Custom", name=None):
@@ -128,8 +128,11 @@ def legacy_layer_entry(entry, layer=None):
 
 
 def model_config(model):
-    """`{"class_name": "Sequential", "config": ...}` with legacy layer entries."""
+    """`{"class_name": "Sequential" | "Functional", "config": ...}` with legacy layer
+    entries (a functional config's entries already are: name and inbound_nodes kept)."""
     config = copy.deepcopy(model.get_config())
+    if "input_layers" in config:
+        return {"class_name": get_registered_name(model), "config": config}
     layers = [layer for layer in getattr(model, "layers", [])]
     entries = config.get("layers", [])
     # The config lists the InputLayer first when there is one; model.layers does not.
@@ -179,8 +182,15 @@ def normalize_layer_entry(entry, where):
     registered = entry.get("registered_name")
     if isinstance(registered, str) and ">" in registered:
         class_name = registered  # Keras 3 new-style entry of a registered custom layer
-    return {"class_name": class_name,
-            "config": _fix_layer_config(entry["class_name"], dict(entry.get("config", {})))}
+    config = dict(entry.get("config", {}))
+    if class_name in _SUPPORTED_MODELS:  # a nested model: normalise its layers too
+        config = normalize_model_config({"class_name": class_name, "config": config},
+                                        where)["config"]
+    out = {"class_name": class_name, "config": _fix_layer_config(entry["class_name"], config)}
+    for key in ("name", "inbound_nodes"):  # functional graph entries
+        if key in entry:
+            out[key] = entry[key]
+    return out
 
 
 def normalize_model_config(config, where):
@@ -208,5 +218,6 @@ def model_from_config(config, custom_objects=None, where="the model config"):
 
     config = normalize_model_config(config, where)
     objects = merged_custom_objects(custom_objects)
-    cls = objects.get(config["class_name"]) or getattr(models, config["class_name"])
+    name = config["class_name"]
+    cls = objects.get(name) or (models.Functional if name == "Model" else getattr(models, name))
     return cls.from_config(config["config"], custom_objects=objects)

@@ -26,9 +26,17 @@ def legacy_layers(model):
 
 
 def native_layers(model):
-    """[(class_name, layer_name, [array])] for `h5_format.write_native_weights`."""
-    return [(type(layer).__name__, layer.name,
-             [np.asarray(w.numpy()) for w in legacy_weights(layer)]) for layer in model.layers]
+    """[(class_name, layer_name, [array], children)] for `h5_format.write_native_weights`;
+    a nested model has no arrays of its own and its layers as children (Keras 3's
+    `layers/<model>/layers/...` groups)."""
+    out = []
+    for layer in model.layers:
+        if getattr(layer, "_is_graph_model", False):
+            out.append((type(layer).__name__, layer.name, [], native_layers(layer)))
+        else:
+            out.append((type(layer).__name__, layer.name,
+                        [np.asarray(w.numpy()) for w in legacy_weights(layer)], None))
+    return out
 
 
 def _opt_value(var):
@@ -129,10 +137,14 @@ def load_legacy(model, data, source, skip_mismatch=False, by_name=False):
 
 def load_native(model, data, source, skip_mismatch=False, by_name=False):
     """Assign `h5_format.read_native_weights` data (matched by structure position, or
-    by the stored layer name with `by_name`)."""
-    saved = data["layers"]
+    by the stored layer name with `by_name`); nested models match their children."""
+    _read_and_assign(_native_pairs(model, data["layers"], "layers", source, skip_mismatch,
+                                   by_name))
+
+
+def _native_pairs(model, saved, prefix, source, skip_mismatch, by_name):
     keys = h5_format.native_layer_keys([type(layer).__name__ for layer in model.layers])
-    by_stored_name = {name: key for key, (name, _) in saved.items() if name is not None}
+    by_stored_name = {entry[0]: key for key, entry in saved.items() if entry[0] is not None}
     pairs, used = [], set()
     for k, (layer, key) in enumerate(zip(model.layers, keys)):
         if by_name:
@@ -142,15 +154,20 @@ def load_native(model, data, source, skip_mismatch=False, by_name=False):
         elif key not in saved and not legacy_weights(layer):
             continue
         used.add(key)
-        _, arrays = saved.get(key, (None, []))
-        values = [(f"layers/{key}/vars/{i}", a) for i, a in enumerate(arrays)]
-        pairs += _check_layer(layer, f"layers/{key}", values, source, f"layer #{k}",
+        _, arrays, children = saved.get(key, (None, [], None))
+        if getattr(layer, "_is_graph_model", False) and children is not None:
+            pairs += _native_pairs(layer, children, f"{prefix}/{key}/layers", source,
+                                   skip_mismatch, by_name)
+            continue
+        values = [(f"{prefix}/{key}/vars/{i}", a) for i, a in enumerate(arrays)]
+        pairs += _check_layer(layer, f"{prefix}/{key}", values, source, f"layer #{k}",
                               skip_mismatch, count_skips=True)
-    extra = [key for key, (_, arrays) in saved.items() if arrays and key not in used]
+    extra = [key for key, (_, arrays, children) in saved.items()
+             if (arrays or children) and key not in used]
     if extra and not by_name:
-        _skip_or_raise(f"{source} has weights for layers {extra} that the model does not "
-                       f"have (the model's layers are {keys})", skip_mismatch)
-    _read_and_assign(pairs)
+        _skip_or_raise(f"{source} has weights for layers {extra} under '{prefix}' that the "
+                       f"model does not have (the model's layers are {keys})", skip_mismatch)
+    return pairs
 
 
 def restore_optimizer(model, saved, source):

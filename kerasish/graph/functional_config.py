@@ -1,0 +1,196 @@
+"""A Functional model's config, as Keras 3 writes it (and tf.keras 2's form, read).
+
+    {"name", "trainable",
+     "layers": [{"class_name", "config", "name", "inbound_nodes": [node, ...]}, ...],
+     "input_layers": [name, node_index, tensor_index] (or a list / dict of them),
+     "output_layers": likewise}
+
+A node is Keras 3's {"args": [tensor or [tensors]], "kwargs": {}} with tensors as
+{"class_name": "__keras_tensor__", "config": {"shape", "dtype", "keras_history":
+[layer, node_index, tensor_index]}}, or tf.keras 2's [[layer, node, tensor, kwargs], ...].
+Node indices count only the nodes inside this model, from 0 (a nested Functional's
+node 0 is its own construction, so its calls count from 1).
+"""
+
+from kerasish.graph.nodes import KerasTensor
+
+
+class _NotReady(Exception):
+    """A node's input does not exist yet (a layer shared at different depths)."""
+
+
+def _node_indices(model):
+    """node -> its index in the config (the model's nodes only, per layer)."""
+    members = set(model._nodes) | {t.node for t in model.inputs}
+    index = {}
+    for layer in model.layers:
+        offset = 1 if _is_functional(layer) else 0
+        kept = [n for n in layer._inbound_nodes if n in members]
+        for k, node in enumerate(kept):
+            index[node] = k + offset
+    return index
+
+
+def _is_functional(layer):
+    return getattr(layer, "_is_graph_model", False) and type(layer).__name__ == "Functional"
+
+
+def _history(t, index):
+    layer, _, tensor_index = t._keras_history
+    return [layer.name, index[t.node], tensor_index]
+
+
+def _tensor(t, index):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": list(t.shape), "dtype": "float32",
+                       "keras_history": _history(t, index)}}
+
+
+def _struct(value, fn):
+    if isinstance(value, dict):
+        return {k: _struct(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_struct(v, fn) for v in value]
+    return fn(value)
+
+
+def get_config(model):
+    from kerasish import layers as klayers
+    from kerasish.saving import serialization
+
+    index = _node_indices(model)
+    by_layer = {}
+    for node in model._nodes:
+        by_layer.setdefault(node.layer, []).append(node)
+    entries = []
+    for layer in model.layers:
+        nodes = sorted(by_layer.get(layer, []), key=lambda n: index[n])
+        entry = klayers.serialize(layer)
+        entry["class_name"] = serialization.get_registered_name(layer)
+        entry["name"] = layer.name
+        entry["inbound_nodes"] = [
+            {"args": [_struct(n.input_structure, lambda t: _tensor(t, index))], "kwargs": {}}
+            for n in nodes]
+        entries.append(entry)
+    return {"name": model.name, "trainable": model.trainable, "layers": entries,
+            "input_layers": _struct(model._inputs_struct, lambda t: _history(t, index)),
+            "output_layers": _struct(model._outputs_struct, lambda t: _history(t, index))}
+
+
+def _is_ref(value):
+    return isinstance(value, list) and len(value) in (3, 4) and isinstance(value[0], str) \
+        and all(isinstance(v, int) for v in value[1:3])
+
+
+def _lookup(created, ref, where):
+    name, node_index, tensor_index = ref[0], ref[1], ref[2]
+    layer = created.get(name)
+    if layer is None:
+        raise ValueError(f"Invalid functional config in {where}: a node refers to layer "
+                         f"'{name}', which is not in the config")
+    nodes = layer._inbound_nodes
+    if not 0 <= node_index < len(nodes) or not nodes[node_index].output_tensors:
+        if node_index > 64 * max(1, len(nodes)):
+            raise ValueError(f"Invalid functional config in {where}: node index "
+                             f"{node_index} of layer '{name}' is out of range")
+        raise _NotReady
+    outputs = nodes[node_index].output_tensors
+    if not 0 <= tensor_index < len(outputs):
+        raise ValueError(f"Invalid functional config in {where}: layer '{name}' node "
+                         f"{node_index} has {len(outputs)} output(s); received tensor "
+                         f"index {tensor_index}")
+    return outputs[tensor_index]
+
+
+def _revive(value, created, where):
+    """Node arguments with every tensor reference replaced by the KerasTensor."""
+    if isinstance(value, dict) and value.get("class_name") == "__keras_tensor__":
+        history = (value.get("config") or {}).get("keras_history")
+        if not _is_ref(history):
+            raise ValueError(f"Invalid functional config in {where}: bad keras_history "
+                             f"{history!r:.100}")
+        return _lookup(created, history, where)
+    if isinstance(value, list):
+        return [_revive(v, created, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _revive(v, created, where) for k, v in value.items()}
+    return value
+
+
+def _node_inputs(node_data, created, where):
+    """The input (a tensor or a list) of one saved node, Keras 3's or tf.keras 2's."""
+    if isinstance(node_data, dict):
+        args = node_data.get("args")
+        if not isinstance(args, list) or len(args) != 1:
+            raise ValueError(f"Invalid functional config in {where}: expected a node with "
+                             f"one positional argument; received {node_data!r:.200}")
+        value = _revive(args[0], created, where)
+    elif isinstance(node_data, list) and all(_is_ref(r) for r in node_data) and node_data:
+        value = [_lookup(created, r, where) for r in node_data]  # tf.keras 2 form
+        value = value[0] if len(value) == 1 else value
+    else:
+        raise ValueError(f"Invalid functional config in {where}: unreadable node "
+                         f"{node_data!r:.200}")
+    leaves = value if isinstance(value, list) else [value]
+    if not leaves or not all(isinstance(t, KerasTensor) for t in leaves):
+        raise ValueError(f"Invalid functional config in {where}: a node's inputs are not "
+                         f"all tensors ({node_data!r:.200})")
+    return value
+
+
+def from_config(cls, config, custom_objects=None, where="the model config"):
+    from kerasish import layers as klayers
+    from kerasish.saving import serialization
+
+    for key in ("layers", "input_layers", "output_layers"):
+        if key not in config:
+            raise ValueError(f"Invalid functional config in {where}: missing '{key}'")
+    created, pending = {}, []
+    for entry in config["layers"]:
+        entry = serialization.normalize_layer_entry(entry, where)
+        name = entry.get("name") or entry["config"].get("name")
+        layer = klayers.deserialize({"class_name": entry["class_name"],
+                                     "config": entry["config"]}, custom_objects)
+        if name in created:
+            raise ValueError(f"Invalid functional config in {where}: layer name '{name}' "
+                             f"appears twice")
+        created[name] = layer
+        nodes = entry.get("inbound_nodes") or []
+        if not isinstance(nodes, list):
+            raise ValueError(f"Invalid functional config in {where}: inbound_nodes of "
+                             f"'{name}' must be a list")
+        pending.append([layer, list(nodes)])
+    while any(nodes for _, nodes in pending):  # a pass per depth; at most #nodes passes
+        progressed = False
+        for item in pending:
+            layer, nodes = item
+            while nodes:
+                try:
+                    inputs = _node_inputs(nodes[0], created, where)
+                except _NotReady:
+                    break
+                layer(inputs)
+                nodes.pop(0)
+                progressed = True
+        if not progressed:
+            stuck = [layer.name for layer, nodes in pending if nodes]
+            raise ValueError(f"Invalid functional config in {where}: the graph has loops "
+                             f"or missing nodes; cannot resolve the calls of {stuck}")
+    refs = lambda s: _struct_refs(s, created, where)  # noqa: E731
+    return cls(inputs=refs(config["input_layers"]), outputs=refs(config["output_layers"]),
+               name=config.get("name"), trainable=config.get("trainable", True))
+
+
+def _struct_refs(value, created, where):
+    if _is_ref(value):
+        try:
+            return _lookup(created, value, where)
+        except _NotReady:
+            raise ValueError(f"Invalid functional config in {where}: input/output "
+                             f"{value} does not exist") from None
+    if isinstance(value, dict):
+        return {k: _struct_refs(v, created, where) for k, v in value.items()}
+    if isinstance(value, list) and value:
+        return [_struct_refs(v, created, where) for v in value]
+    raise ValueError(f"Invalid functional config in {where}: bad input/output layers "
+                     f"{value!r:.100}")
