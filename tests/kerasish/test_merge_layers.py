@@ -224,3 +224,90 @@ def _real_keras():
     if not real.__version__.startswith("3."):
         pytest.skip(f"needs Keras 3; found keras {real.__version__}")
     return real
+
+
+# -- end to end: two-input models through keras.Model and fit ------------------------
+
+E2E = {
+    "Add": lambda hs: sum(hs[1:], hs[0]),
+    "Subtract": lambda hs: hs[0] - hs[1],
+    "Multiply": lambda hs: np.prod(hs, axis=0),
+    "Average": lambda hs: sum(hs[1:], hs[0]) / len(hs),
+    "Maximum": lambda hs: np.max(hs, axis=0),
+    "Minimum": lambda hs: np.min(hs, axis=0),
+    "Concatenate": lambda hs: np.concatenate(hs, axis=-1),
+}
+E2E_CASES = [(kind, 2) for kind in E2E] + [("Multiply", 3), ("Maximum", 3), ("Concatenate", 3)]
+
+
+def _e2e_model(kind, count):
+    import kerasish
+
+    inputs = [kerasish.Input((3,), name=f"in_{i}") for i in range(count)]
+    branches = [layers.Dense(4, activation="tanh", name=f"branch_{i}") for i in range(count)]
+    head = layers.Dense(1, name="head")
+    merged = getattr(layers, kind)()([d(x) for d, x in zip(branches, inputs)])
+    model = kerasish.Model(inputs, head(merged))
+    model.compile(kerasish.optimizers.SGD(0.1), "mse")
+    return model, branches + [head]
+
+
+def _e2e_loss(kind, params, xs, y):
+    """The model's mse in float64 NumPy; params = [(kernel, bias)] per Dense."""
+    hs = [np.tanh(x @ k + b) for x, (k, b) in zip(xs, params[:-1])]
+    k, b = params[-1]
+    return float(np.mean((E2E[kind](hs) @ k + b - y) ** 2))
+
+
+@pytest.mark.parametrize("kind,count", E2E_CASES, ids=[f"{k}{c}" for k, c in E2E_CASES])
+def test_model_with_merge_trains_like_finite_differences(on_device, kind, count):
+    import kerasish
+
+    kerasish.utils.set_random_seed(0)
+    rng = np.random.default_rng(5)
+    xs = [rng.normal(size=(5, 3)).astype(np.float32) for _ in range(count)]
+    y = rng.normal(size=(5, 1)).astype(np.float32)
+    model, dense = _e2e_model(kind, count)
+    params = [[w.astype(np.float64) for w in d.get_weights()] for d in dense]
+    assert_close(model.predict(xs, verbose=0), _e2e_pred(kind, params, xs), rtol=1e-5,
+                 atol=1e-5, what="predict")
+    for step in range(2):  # two SGD steps: w1 = w0 - 0.1 * dL/dw at w0
+        model.fit(xs, y, batch_size=5, epochs=1, shuffle=False, verbose=0)
+        after = [[w.astype(np.float64) for w in d.get_weights()] for d in dense]
+        for li, d in enumerate(dense):
+            for wi, name in enumerate(("kernel", "bias")):
+                def loss(t, li=li, wi=wi):
+                    probe = [list(p) for p in params]
+                    probe[li][wi] = t
+                    return _e2e_loss(kind, probe, xs, y)
+
+                grad = (params[li][wi] - after[li][wi]) / 0.1
+                assert_close(grad, numeric_grad(loss, params[li][wi]), rtol=1e-3, atol=1e-4,
+                             what=f"step {step} {d.name}/{name}")
+        params = after
+
+
+def _e2e_pred(kind, params, xs):
+    hs = [np.tanh(x @ k + b) for x, (k, b) in zip(xs, params[:-1])]
+    k, b = params[-1]
+    return E2E[kind](hs) @ k + b
+
+
+FUNCTIONAL = [("add", "Add", {}), ("subtract", "Subtract", {}), ("multiply", "Multiply", {}),
+              ("average", "Average", {}), ("maximum", "Maximum", {}), ("minimum", "Minimum", {}),
+              ("concatenate", "Concatenate", {"axis": 1})]
+
+
+@pytest.mark.parametrize("fn,kind,kwargs", FUNCTIONAL, ids=[f[0] for f in FUNCTIONAL])
+def test_functional_forms(fn, kind, kwargs):
+    import kerasish
+
+    real = _real_keras()
+    xs = _inputs([(2, 3, 2), (2, 3, 2)], seed=6)
+    ours = np.asarray(getattr(layers, fn)(xs, **kwargs))
+    assert_close(ours, np.asarray(getattr(layers, kind)(**kwargs)(xs)), rtol=0, atol=0, what=fn)
+    assert_close(ours, np.asarray(getattr(real.layers, fn)(xs, **kwargs)), rtol=1e-6,
+                 atol=1e-6, what=f"{fn} vs Keras")
+    a, b = kerasish.Input((3, 2)), kerasish.Input((3, 2))
+    out = getattr(layers, fn)([a, b], name=f"my_{fn}", **kwargs)
+    assert out.shape == ((None, 6, 2) if fn == "concatenate" else (None, 3, 2))
