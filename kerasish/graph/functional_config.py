@@ -86,17 +86,17 @@ def _lookup(created, ref, where):
     name, node_index, tensor_index = ref[0], ref[1], ref[2]
     layer = created.get(name)
     if layer is None:
-        raise ValueError(f"Invalid functional config in {where}: a node refers to layer "
+        raise ValueError(f"Invalid Functional config in {where}: a node refers to layer "
                          f"'{name}', which is not in the config")
     nodes = layer._inbound_nodes
     if not 0 <= node_index < len(nodes) or not nodes[node_index].output_tensors:
         if node_index > 64 * max(1, len(nodes)):
-            raise ValueError(f"Invalid functional config in {where}: node index "
+            raise ValueError(f"Invalid Functional config in {where}: node index "
                              f"{node_index} of layer '{name}' is out of range")
         raise _NotReady
     outputs = nodes[node_index].output_tensors
     if not 0 <= tensor_index < len(outputs):
-        raise ValueError(f"Invalid functional config in {where}: layer '{name}' node "
+        raise ValueError(f"Invalid Functional config in {where}: layer '{name}' node "
                          f"{node_index} has {len(outputs)} output(s); received tensor "
                          f"index {tensor_index}")
     return outputs[tensor_index]
@@ -107,7 +107,7 @@ def _revive(value, created, where):
     if isinstance(value, dict) and value.get("class_name") == "__keras_tensor__":
         history = (value.get("config") or {}).get("keras_history")
         if not _is_ref(history):
-            raise ValueError(f"Invalid functional config in {where}: bad keras_history "
+            raise ValueError(f"Invalid Functional config in {where}: bad keras_history "
                              f"{history!r:.100}")
         return _lookup(created, history, where)
     if isinstance(value, list):
@@ -122,18 +122,18 @@ def _node_inputs(node_data, created, where):
     if isinstance(node_data, dict):
         args = node_data.get("args")
         if not isinstance(args, list) or len(args) != 1:
-            raise ValueError(f"Invalid functional config in {where}: expected a node with "
+            raise ValueError(f"Invalid Functional config in {where}: expected a node with "
                              f"one positional argument; received {node_data!r:.200}")
         value = _revive(args[0], created, where)
     elif isinstance(node_data, list) and all(_is_ref(r) for r in node_data) and node_data:
         value = [_lookup(created, r, where) for r in node_data]  # tf.keras 2 form
         value = value[0] if len(value) == 1 else value
     else:
-        raise ValueError(f"Invalid functional config in {where}: unreadable node "
+        raise ValueError(f"Invalid Functional config in {where}: unreadable node "
                          f"{node_data!r:.200}")
     leaves = value if isinstance(value, list) else [value]
     if not leaves or not all(isinstance(t, KerasTensor) for t in leaves):
-        raise ValueError(f"Invalid functional config in {where}: a node's inputs are not "
+        raise ValueError(f"Invalid Functional config in {where}: a node's inputs are not "
                          f"all tensors ({node_data!r:.200})")
     return value
 
@@ -144,7 +144,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
 
     for key in ("layers", "input_layers", "output_layers"):
         if key not in config:
-            raise ValueError(f"Invalid functional config in {where}: missing '{key}'")
+            raise ValueError(f"Invalid Functional config in {where}: missing '{key}'")
     created, pending = {}, []
     for entry in config["layers"]:
         entry = serialization.normalize_layer_entry(entry, where)
@@ -152,12 +152,12 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         layer = klayers.deserialize({"class_name": entry["class_name"],
                                      "config": entry["config"]}, custom_objects)
         if name in created:
-            raise ValueError(f"Invalid functional config in {where}: layer name '{name}' "
+            raise ValueError(f"Invalid Functional config in {where}: layer name '{name}' "
                              f"appears twice")
         created[name] = layer
         nodes = entry.get("inbound_nodes") or []
         if not isinstance(nodes, list):
-            raise ValueError(f"Invalid functional config in {where}: inbound_nodes of "
+            raise ValueError(f"Invalid Functional config in {where}: inbound_nodes of "
                              f"'{name}' must be a list")
         pending.append([layer, list(nodes)])
     while any(nodes for _, nodes in pending):  # a pass per depth; at most #nodes passes
@@ -174,7 +174,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
                 progressed = True
         if not progressed:
             stuck = [layer.name for layer, nodes in pending if nodes]
-            raise ValueError(f"Invalid functional config in {where}: the graph has loops "
+            raise ValueError(f"Invalid Functional config in {where}: the graph has loops "
                              f"or missing nodes; cannot resolve the calls of {stuck}")
     refs = lambda s: _struct_refs(s, created, where)  # noqa: E731
     return cls(inputs=refs(config["input_layers"]), outputs=refs(config["output_layers"]),
@@ -186,11 +186,11 @@ def _struct_refs(value, created, where):
         try:
             return _lookup(created, value, where)
         except _NotReady:
-            raise ValueError(f"Invalid functional config in {where}: input/output "
+            raise ValueError(f"Invalid Functional config in {where}: input/output "
                              f"{value} does not exist") from None
     if isinstance(value, dict):
         return {k: _struct_refs(v, created, where) for k, v in value.items()}
     if isinstance(value, list) and value:
         return [_struct_refs(v, created, where) for v in value]
-    raise ValueError(f"Invalid functional config in {where}: bad input/output layers "
+    raise ValueError(f"Invalid Functional config in {where}: bad input/output layers "
                      f"{value!r:.100}")

@@ -84,8 +84,9 @@ def test_native_weights_layout(tmp_path):
         "dense", "max_pooling2d", "dense_1", "conv2d", "batch_normalization", "dense_2"]
     a, b = np.ones((2, 3), np.float32), np.zeros(3, np.float32)
     with h5py.File(tmp_path / "w.weights.h5", "w") as f:
-        h5_format.write_native_weights(f, "seq", [("Dense", "d0", [a, b]), ("Flatten", "f", []),
-                                                  ("Dense", "d1", [b])],
+        h5_format.write_native_weights(f, "seq", [("Dense", "d0", [a, b], None),
+                                                  ("Flatten", "f", [], None),
+                                                  ("Dense", "d1", [b], None)],
                                        optimizer=("adam", [np.int32(3), b]))
     with h5py.File(tmp_path / "w.weights.h5", "r") as f:
         assert f["layers/dense_1/vars"].attrs["name"] == "d1"
