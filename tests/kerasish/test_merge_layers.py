@@ -311,3 +311,32 @@ def test_functional_forms(fn, kind, kwargs):
     a, b = kerasish.Input((3, 2)), kerasish.Input((3, 2))
     out = getattr(layers, fn)([a, b], name=f"my_{fn}", **kwargs)
     assert out.shape == ((None, 6, 2) if fn == "concatenate" else (None, 3, 2))
+
+
+def _all_merges_model(lib):
+    L = lib.layers
+    inputs = [lib.Input((3,), name=n) for n in ("a", "b", "c")]
+    h = [L.Dense(4)(t) for t in inputs]
+    merged = L.concatenate([L.add(h[:2]), L.subtract(h[1:]), L.multiply(h), L.average(h),
+                            L.maximum(h), L.minimum(h)], axis=1)
+    return lib.Model(inputs, L.Dense(2)(merged))
+
+
+def test_merge_models_cross_h5_with_keras(tmp_path):
+    import kerasish
+
+    real = _real_keras()
+    xs = _inputs([(4, 3)] * 3, seed=7)
+    theirs = _all_merges_model(real)
+    theirs.save(tmp_path / "keras.h5")
+    loaded = kerasish.models.load_model(tmp_path / "keras.h5", compile=False)
+    assert [type(layer).__name__ for layer in loaded.layers][6:13] == \
+        ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate"]
+    assert_close(loaded.predict(xs, verbose=0), theirs.predict(xs, verbose=0), rtol=1e-6,
+                 atol=1e-6, what="Keras -> kerasish")
+
+    ours = _all_merges_model(kerasish)
+    ours.save(tmp_path / "ours.h5")
+    back = real.models.load_model(tmp_path / "ours.h5", compile=False)
+    assert_close(back.predict(xs, verbose=0), ours.predict(xs, verbose=0), rtol=1e-6,
+                 atol=1e-6, what="kerasish -> Keras")
