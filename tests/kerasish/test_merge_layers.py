@@ -340,3 +340,30 @@ def test_merge_models_cross_h5_with_keras(tmp_path):
     back = real.models.load_model(tmp_path / "ours.h5", compile=False)
     assert_close(back.predict(xs, verbose=0), ours.predict(xs, verbose=0), rtol=1e-6,
                  atol=1e-6, what="kerasish -> Keras")
+
+
+@pytest.mark.parametrize("kind", ["Multiply", "Maximum", "Subtract", "Concatenate"])
+def test_one_tensor_merged_with_itself(on_device, kind):
+    # Both inputs are one tensor: the engine gives each its own dx and sums them.
+    import kerasish
+
+    kerasish.utils.set_random_seed(1)
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(3, 3)).astype(np.float32)
+    y = rng.normal(size=(3, 1)).astype(np.float32)
+    inp = kerasish.Input((3,))
+    branch, head = layers.Dense(4, activation="tanh"), layers.Dense(1)
+    h = branch(inp)
+    model = kerasish.Model(inp, head(getattr(layers, kind)()([h, h])))
+    model.compile(kerasish.optimizers.SGD(0.1), "mse")
+    params = [[w.astype(np.float64) for w in d.get_weights()] for d in (branch, head)]
+    model.fit(x, y, batch_size=3, epochs=1, shuffle=False, verbose=0)
+    after = [[w.astype(np.float64) for w in d.get_weights()] for d in (branch, head)]
+    for li, wi in [(0, 0), (0, 1), (1, 0)]:
+        def loss(t, li=li, wi=wi):
+            probe = [list(p) for p in params]
+            probe[li][wi] = t
+            return _e2e_loss(kind, [probe[0], probe[0], probe[1]], [x, x], y)
+
+        assert_close((params[li][wi] - after[li][wi]) / 0.1, numeric_grad(loss, params[li][wi]),
+                     rtol=1e-3, atol=1e-4, what=f"{kind} weight {li}/{wi}")
