@@ -306,8 +306,9 @@ class Executor:
             else:
                 ops.copy(entry[1], entry[2])
 
-    def train_step(self, x, y):
-        """Forward, losses, backward and optimizer update for one batch."""
+    def train_step(self, x, y, apply=True):
+        """Forward, losses, backward and (unless apply=False: gradients only, left in
+        each variable's `.grad`) the optimizer update for one batch."""
         model = self.model
         s = self._begin(x, y)
         try:
@@ -317,7 +318,8 @@ class Executor:
                 if dy_pred is not None:
                     loss.backward(dy_pred, y_pred, y_true, scale, scratch)
             self.backward(s)
-            model.optimizer.apply(model._trainable_variables)
+            if apply:
+                model.optimizer.apply(model._trainable_variables)
         finally:
             self._end(x)
 

@@ -31,6 +31,13 @@ class Model(Trainer, Layer):
             return Functional(*args, **kwargs)
         return super().__new__(cls)
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """`keras.Model.from_config(functional_config)`: a Functional model."""
+        from kerasish.models.functional import Functional
+
+        return Functional.from_config(config, custom_objects=custom_objects)
+
     def _init_model(self, name, trainable):
         Layer.__init__(self, name=name)
         self._trainable = bool(trainable)
