@@ -3,7 +3,7 @@
 Their configs are Keras's (no `activation` key), so h5 files cross both ways.
 """
 
-from kerasish.layers.core import Activation
+from kerasish.layers.core import Activation, check_number
 from kerasish.layers.layer import Layer
 
 
@@ -12,12 +12,12 @@ class ReLU(Activation):
     their defaults (the kernels have no clipped or shifted ReLU)."""
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
-        if max_value is not None or threshold != 0:
+        if max_value is not None or isinstance(threshold, bool) or threshold != 0:
             raise ValueError(f"ReLU: max_value and threshold are not supported; expected "
-                             f"max_value=None, threshold=0; received max_value={max_value}, "
-                             f"threshold={threshold}")
-        if not negative_slope >= 0:
-            raise ValueError(f"ReLU: expected negative_slope >= 0; received {negative_slope}")
+                             f"max_value=None, threshold=0; received max_value={max_value!r}, "
+                             f"threshold={threshold!r}")
+        negative_slope = check_number("ReLU", "negative_slope", negative_slope, ">= 0",
+                                      lambda v: v >= 0)
         super().__init__("leaky_relu" if negative_slope else "relu", **kwargs)
         self.negative_slope = float(negative_slope)
         if negative_slope:
@@ -34,9 +34,8 @@ class LeakyReLU(Activation):
     def __init__(self, negative_slope=0.3, **kwargs):
         if "alpha" in kwargs:
             negative_slope = kwargs.pop("alpha")
-        if not negative_slope >= 0:
-            raise ValueError(f"LeakyReLU: expected negative_slope >= 0; "
-                             f"received {negative_slope}")
+        negative_slope = check_number("LeakyReLU", "negative_slope", negative_slope,
+                                      ">= 0", lambda v: v >= 0)
         super().__init__("leaky_relu", **kwargs)
         self.negative_slope = self.alpha = float(negative_slope)
 
@@ -48,8 +47,8 @@ class Softmax(Activation):
     """Softmax over the last axis (the only axis the kernels normalize over)."""
 
     def __init__(self, axis=-1, **kwargs):
-        if axis != -1:
-            raise ValueError(f"Softmax: only axis=-1 is supported; received axis={axis}")
+        if isinstance(axis, bool) or axis != -1:
+            raise ValueError(f"Softmax: only axis=-1 is supported; received axis={axis!r}")
         super().__init__("softmax", **kwargs)
         self.axis = -1
 

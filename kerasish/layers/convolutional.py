@@ -10,17 +10,20 @@ from kernels_numba import ops
 
 def normalize_tuple(value, n, name, layer):
     """An int or an n-tuple of positive ints -> n-tuple; clear error otherwise."""
+    received = value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),) * n
+        value = (value,) * n
     try:
-        value = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{layer}: expected `{name}` to be an int or a tuple of {n} ints; "
-                         f"received {name}={value!r}") from None
-    if len(value) != n or any(v <= 0 for v in value):
-        raise ValueError(f"{layer}: expected `{name}` to be {n} positive ints; "
-                         f"received {name}={value!r}")
-    return value
+        value = tuple(value)
+    except TypeError:
+        value = None
+    # Exact ints only: int(2.7) and int("3") would silently accept a float or a string.
+    if value is None or len(value) != n or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+            for v in value):
+        raise ValueError(f"{layer}: expected `{name}` to be a positive int or a tuple of {n} "
+                         f"positive ints; received {name}={received!r}")
+    return tuple(int(v) for v in value)
 
 
 def normalize_padding(value, layer):
@@ -43,8 +46,11 @@ class Conv2D(Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"Conv2D: only data_format='channels_last' is supported; "
                              f"received {data_format!r}")
-        if normalize_tuple(dilation_rate, 2, "dilation_rate", "Conv2D") != (1, 1) or groups != 1:
-            raise ValueError("Conv2D: dilation_rate != 1 and groups != 1 are not supported")
+        if normalize_tuple(dilation_rate, 2, "dilation_rate", "Conv2D") != (1, 1) \
+                or isinstance(groups, bool) or groups != 1:
+            raise ValueError(f"Conv2D: dilation_rate != 1 and groups != 1 are not supported; "
+                             f"expected dilation_rate=(1, 1), groups=1; received "
+                             f"dilation_rate={dilation_rate!r}, groups={groups!r}")
         self.filters = int(filters)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", "Conv2D")
         self.strides = normalize_tuple(strides, 2, "strides", "Conv2D")

@@ -17,6 +17,23 @@ def _positive_int(layer, name, value):
     return int(value)
 
 
+def check_number(layer, name, value, expected, ok):
+    """float(value) for a real, finite number with ok(value); else a ValueError naming the
+    layer, the argument, what was expected (`expected`, e.g. "> 0") and what was received."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+            or not math.isfinite(value) or not ok(value):
+        raise ValueError(f"{layer}: expected {name} {expected} (a finite float); "
+                         f"received {name}={value!r}")
+    return float(value)
+
+
+def _seed(layer, seed):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise ValueError(f"{layer}: expected `seed` to be None or an integer; "
+                         f"received seed={seed!r}")
+    return seed
+
+
 class Dense(Layer):
     """Densely connected layer: y = activation(x @ kernel + bias).
 
@@ -74,13 +91,13 @@ class Dense(Layer):
             z = None if self._fused() else self.scratch_view("z", y2.shape[0])
             ops.activation_backward(dy2, dy2, z, y2, kind=self.activation,
                                     alpha=activations.alpha(self.activation))
-        trainable = self.trainable
-        ops.dense_backward(
-            None if dx is None else self._rows(dx, x.shape[x.ndim - 1]),
-            self.kernel.grad if trainable else None,
-            self.bias.grad if (trainable and self.use_bias) else None,
-            dy2, x2, self.kernel.value,
-        )
+        dx2 = None if dx is None else self._rows(dx, x.shape[x.ndim - 1])
+        if not self.trainable:  # frozen: dx only, the weights have no gradient buffers to touch
+            if dx2 is not None:
+                ops.matmul(dx2, dy2, self.kernel.value, trans_b=True)
+            return
+        ops.dense_backward(dx2, self.kernel.grad, self.bias.grad if self.use_bias else None,
+                           dy2, x2, self.kernel.value)
 
     def get_config(self):
         config = super().get_config()
@@ -171,7 +188,16 @@ class Reshape(Layer):
 
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
-        self.target_shape = tuple(int(s) for s in target_shape)
+        try:
+            dims = tuple(target_shape)
+        except TypeError:
+            dims = None
+        if dims is None or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and (d > 0 or d == -1)
+                for d in dims):
+            raise ValueError(f"Reshape: expected `target_shape` to be a tuple of positive ints "
+                             f"(one may be -1); received target_shape={target_shape!r}")
+        self.target_shape = tuple(int(d) for d in dims)
 
     def compute_output_shape(self, input_shape):
         size = int(np.prod(input_shape[1:], dtype=np.int64))
@@ -203,13 +229,12 @@ class Dropout(Layer):
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(rate, (int, float)) or not 0 <= rate < 1 or math.isnan(rate):
-            raise ValueError(f"Dropout: expected rate in [0, 1); received rate={rate!r}")
+        self.rate = check_number("Dropout", "rate", rate, "in [0, 1)",
+                                 lambda v: 0 <= v < 1)
         if noise_shape is not None:
             raise ValueError("Dropout: noise_shape is not supported; received "
                              f"noise_shape={noise_shape!r}")
-        self.rate = float(rate)
-        self.seed = seed
+        self.seed = _seed("Dropout", seed)
         self._seed = None
         self._step = 0
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from kerasish.layers.core import _init_config
+from kerasish.layers.core import _init_config, check_number
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
 
@@ -12,6 +12,8 @@ class BatchNormalization(Layer):
 
     moving = moving * momentum + batch_stat * (1 - momentum), biased batch variance.
     Weights (Keras order): gamma, beta, moving_mean, moving_variance.
+    A frozen layer (trainable=False) runs in inference mode in training too, as Keras 3:
+    moving statistics, and none of the four weights changes (the transfer-learning idiom).
     """
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
@@ -21,14 +23,18 @@ class BatchNormalization(Layer):
                  **kwargs):
         super().__init__(**kwargs)
         if renorm or synchronized:
-            raise ValueError("BatchNormalization: renorm and synchronized are not supported")
-        if axis not in (-1, [-1], (-1,)) and not isinstance(axis, (int, list)):
-            raise ValueError(f"BatchNormalization: unsupported axis={axis!r}")
-        self.axis = axis[0] if isinstance(axis, (list, tuple)) else axis
-        if not 0 <= momentum <= 1:
-            raise ValueError(f"BatchNormalization: expected momentum in [0, 1]; "
-                             f"received {momentum!r}")
-        self.momentum, self.epsilon = float(momentum), float(epsilon)
+            raise ValueError(f"BatchNormalization: renorm and synchronized are not supported; "
+                             f"expected False; received renorm={renorm!r}, "
+                             f"synchronized={synchronized!r}")
+        one = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 else axis
+        if isinstance(one, bool) or not isinstance(one, (int, np.integer)):
+            raise ValueError(f"BatchNormalization: expected `axis` to be an int (the channels "
+                             f"axis, -1); received axis={axis!r}")
+        self.axis = int(one)
+        self.momentum = check_number("BatchNormalization", "momentum", momentum,
+                                     "in [0, 1]", lambda v: 0 <= v <= 1)
+        self.epsilon = check_number("BatchNormalization", "epsilon", epsilon, "> 0",
+                                    lambda v: v > 0)
         self.center, self.scale = bool(center), bool(scale)
         self.initializers = {"beta": beta_initializer, "gamma": gamma_initializer,
                              "moving_mean": moving_mean_initializer,
@@ -69,7 +75,7 @@ class BatchNormalization(Layer):
         c = x.shape[x.ndim - 1]
         x2, y2 = x.reshape((x.size // c, c)), y.reshape((y.size // c, c))
         gamma, beta = self._params()
-        if training:
+        if training and self.trainable:
             ops.batchnorm_forward_train(
                 y2, self.scratch["mean"], self.scratch["rstd"], self.moving_mean.value,
                 self.moving_variance.value, x2, gamma, beta,
@@ -81,10 +87,14 @@ class BatchNormalization(Layer):
     def backward(self, dx, dy, x, y):
         c = x.shape[x.ndim - 1]
         gamma = self.gamma.value if self.scale else self.scratch["ones"]
-        train = self.trainable
-        dgamma = self.gamma.grad if (self.scale and train) else self.scratch["dgamma_sink"]
-        dbeta = self.beta.grad if (self.center and train) else self.scratch["dbeta_sink"]
         rows = x.size // c
+        if not self.trainable:  # the forward was inference mode: an affine map per channel
+            if dx is not None:
+                ops.batchnorm_backward_infer(dx.reshape((rows, c)), dy.reshape((rows, c)), gamma,
+                                             self.moving_variance.value, epsilon=self.epsilon)
+            return
+        dgamma = self.gamma.grad if self.scale else self.scratch["dgamma_sink"]
+        dbeta = self.beta.grad if self.center else self.scratch["dbeta_sink"]
         ops.batchnorm_backward(dx.reshape((rows, c)), dgamma, dbeta, dy.reshape((rows, c)),
                                x.reshape((rows, c)), gamma, self.scratch["mean"],
                                self.scratch["rstd"])
