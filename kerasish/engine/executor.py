@@ -191,6 +191,8 @@ class Executor:
             {name: self._alloc("scratch", f"{call.layer.name}/{name}", shape, dt)
              for name, (shape, dt) in call.layer.scratch_shapes(b).items()}
             for call in g.calls]
+        self.masks = [self._alloc("masks", f"mask {k}", (b, *shape[1:]), np.float32)
+                      for k, shape in enumerate(g.mask_shapes)]
         self.input_slots = [[self._alloc("inputs", f"input {i}", (b, *g.shapes[t][1:]),
                                          np.float32) for i, t in enumerate(g.input_ids)]]
         self.target_slots, self.per_row, self.loss_scratch, self.output_rows = [[]], [], [], []
@@ -288,17 +290,25 @@ class Executor:
             x.release()
 
     def forward(self, s, training):
-        for layer, x, y, scratch in s.forward:
+        for layer, x, y, scratch, mask, mask_out in s.forward:
             layer.scratch = scratch  # per call: a shared layer has one set per call
-            layer.forward(y, x, training)
+            if mask is None:
+                layer.forward(y, x, training)
+            else:
+                layer.forward(y, x, training, mask=mask)
+            if mask_out is not None:
+                layer.compute_mask(mask_out, x)
 
     def backward(self, s):
         for entry in s.backward:
             kind = entry[0]
             if kind == _CALL:
-                _, layer, dx, dy, x, y, scratch = entry
+                _, layer, dx, dy, x, y, scratch, mask = entry
                 layer.scratch = scratch
-                layer.backward(dx, dy, x, y)
+                if mask is None:
+                    layer.backward(dx, dy, x, y)
+                else:
+                    layer.backward(dx, dy, x, y, mask=mask)
             elif kind == _ADD:
                 ops.axpy(entry[1], entry[2], 1.0)
             elif kind == _ZERO:
@@ -363,13 +373,15 @@ class Step:
         self.output_rows = [o.reshape((o.size // o.shape[o.ndim - 1], o.shape[o.ndim - 1]))
                             for o in self.outputs]
         self.n_rows = [o.shape[0] for o in self.output_rows]
+        self.masks = [_rows_view(m, n) for m in ex.masks]
         self.forward = []
         for call, scratch in zip(g.calls, ex.call_scratch):
             if not getattr(call.layer, "aliases_input", False):
                 self.forward.append((call.layer, _pack([self.acts[t] for t in call.inputs],
                                                        call.list_input),
                                      _pack([self.acts[t] for t in call.outputs],
-                                           call.list_output), scratch))
+                                           call.list_output), scratch,
+                                     self._mask(call.mask_in), self._mask(call.mask_out)))
         self.losses, self.loss_outputs, self.targets = [], [], []
         if ex.mode == PREDICT:
             return
@@ -391,6 +403,9 @@ class Step:
             self.loss_outputs.append(i)
         if ex.mode == TRAIN:
             self._plan_backward(ex, plan, g, grads, n, slot)
+
+    def _mask(self, k):
+        return None if k is None else self.masks[k]
 
     @staticmethod
     def _view(ex, st, shape, n, slot):
@@ -427,5 +442,5 @@ class Step:
                     _CALL, call.layer, _pack(dx, call.list_input), _pack(dy, call.list_output),
                     _pack([self.acts[t] for t in call.inputs], call.list_input),
                     _pack([self.acts[t] for t in call.outputs], call.list_output),
-                    ex.call_scratch[call.index]))
+                    ex.call_scratch[call.index], self._mask(call.mask_in)))
             self.backward.extend(adds)

@@ -82,13 +82,16 @@ def id_set_contains(input_ids, node):
 
 
 class Call:
-    """One layer call of the flat graph: integer tensor ids in and out."""
+    """One layer call of the flat graph: integer tensor ids in and out; `mask_in` is the
+    mask id the layer reads (supports_masking), `mask_out` the one it writes."""
 
-    __slots__ = ("layer", "inputs", "outputs", "list_input", "list_output", "index")
+    __slots__ = ("layer", "inputs", "outputs", "list_input", "list_output", "index",
+                 "mask_in", "mask_out")
 
     def __init__(self, layer, inputs, outputs, list_input, list_output, index):
         self.layer, self.inputs, self.outputs = layer, inputs, outputs
         self.list_input, self.list_output, self.index = list_input, list_output, index
+        self.mask_in = self.mask_out = None
 
     def __repr__(self):
         return f"Call({self.layer.name}, {self.inputs} -> {self.outputs})"
@@ -99,8 +102,23 @@ class FlatGraph:
 
     def __init__(self, model):
         self.calls, self.shapes = [], []
+        self.mask_of, self.mask_shapes = {}, []  # tensor id -> mask id; mask id -> shape
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
+
+    def _masks(self, call, input_shape):
+        """Keras's mask flow: producers (Embedding(mask_zero), Masking) make one, layers
+        that propagate pass their input's on, consumers read it."""
+        layer, first = call.layer, self.mask_of.get(call.inputs[0]) if call.inputs else None
+        if getattr(layer, "supports_masking", False) and first is not None:
+            call.mask_in = first
+        if getattr(layer, "produces_mask", False):
+            self.mask_shapes.append(tuple(layer.mask_shape(input_shape)))
+            call.mask_out = len(self.mask_shapes) - 1
+            self.mask_of[call.outputs[0]] = call.mask_out
+        elif first is not None and getattr(layer, "propagates_mask", False):
+            for t in call.outputs:
+                self.mask_of[t] = first
 
     def _new_tensor(self, shape):
         self.shapes.append(tuple(shape))
@@ -114,9 +132,11 @@ class FlatGraph:
                 outs = self._inline(node.layer, ins)
             else:
                 outs = [self._new_tensor(t.shape) for t in node.output_tensors]
-                self.calls.append(Call(node.layer, ins, outs,
-                                       isinstance(node.input_structure, (list, tuple)),
-                                       node.multi_output, len(self.calls)))
+                call = Call(node.layer, ins, outs,
+                            isinstance(node.input_structure, (list, tuple)),
+                            node.multi_output, len(self.calls))
+                self.calls.append(call)
+                self._masks(call, node.input_tensors[0].shape if ins else None)
             for t, k in zip(node.output_tensors, outs):
                 ids[id(t)] = k
         return [ids[id(t)] for t in model.outputs]
