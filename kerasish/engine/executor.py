@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 import kernels_numba
-from kerasish.graph.memory import FOREVER, Storage, elements, plan_storage
+from kerasish.graph.memory import FOREVER, Storage, batched, elements, plan_storage
 from kernels_numba import ops
 
 TRAIN, TEST, PREDICT = "train", "test", "predict"
@@ -49,7 +49,7 @@ class Plan:
 
     def __init__(self, model, batch_size, mode):
         g = self.graph = model._flat_graph()
-        self.mode, self.batch_size = mode, batch_size
+        self.mode, self.batch_size, self.device = mode, batch_size, model.device
         k_calls = len(g.calls)
         self.bwd_time = lambda call: 2 * k_calls - call.index
         losses = model._output_losses if mode != PREDICT else [None] * len(g.output_ids)
@@ -109,6 +109,8 @@ class Plan:
                 continue
             for t in call.outputs:
                 self.act[t] = Storage(elements(g.shapes[t], b), call.index, end[t])
+                if hasattr(call.layer, "external_value"):  # a weight or constant: its buffer
+                    self.act[t].external = call.layer.external_value(self.device)
         for t, st in enumerate(self.act):  # aliases extend their storage's lifetime
             if st.slot_input is None:
                 st.cover(0, st.start, end[t])
@@ -409,10 +411,12 @@ class Step:
 
     @staticmethod
     def _view(ex, st, shape, n, slot):
+        if st.external is not None:
+            return st.external.reshape(shape)
         if st.slot_input is not None:
             return _rows_view(ex.input_slots[slot][st.slot_input], n).reshape((n, *shape[1:]))
         flat = ex.blocks[st.block]
-        return flat[:elements(shape, n)].reshape((n, *shape[1:]))
+        return flat[:elements(shape, n)].reshape((n, *shape[1:]) if batched(shape) else shape)
 
     def _plan_backward(self, ex, plan, g, grads, n, slot):
         self.backward = []

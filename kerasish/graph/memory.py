@@ -17,20 +17,28 @@ FOREVER = 1 << 60
 class Storage:
     """Tensors (activations or gradients) that share one buffer: its size and interval."""
 
-    __slots__ = ("size", "start", "end", "block", "slot_input")
+    __slots__ = ("size", "start", "end", "block", "slot_input", "external")
 
     def __init__(self, size, start, end):
         self.size, self.start, self.end = size, start, end
         self.block = None
         self.slot_input = None  # a model input's index: lives in the input slots, not a block
+        self.external = None  # a buffer owned elsewhere (a weight, a constant), not a block
 
     def cover(self, size, start, end):
         self.size = max(self.size, size)
         self.start, self.end = min(self.start, start), max(self.end, end)
 
 
+def batched(shape):
+    """A tensor with a batch axis (first dim None); the others have a fixed size."""
+    return bool(shape) and shape[0] is None
+
+
 def elements(shape, batch):
-    return batch * int(np.prod(shape[1:], dtype=np.int64))
+    if batched(shape):
+        return batch * int(np.prod(shape[1:], dtype=np.int64))
+    return int(np.prod(shape, dtype=np.int64))
 
 
 class Arena:
@@ -62,7 +70,7 @@ class Arena:
 def plan_storage(storages):
     """Assign blocks to every storage not in an input slot; returns the block sizes."""
     arena = Arena()
-    for st in sorted((s for s in storages if s.slot_input is None),
+    for st in sorted((s for s in storages if s.slot_input is None and s.external is None),
                      key=lambda s: (s.start, -s.size)):
         arena.place(st)
     return arena.sizes

@@ -47,7 +47,7 @@ class Node:
         self.layer = layer
         self.input_structure = inputs
         self.input_tensors = flatten(inputs)
-        self.is_input = not self.input_tensors
+        self.is_input = getattr(layer, "_is_input_layer", False)  # keras.Input's node
         index = len(layer._inbound_nodes)
         self.output_tensors = [
             KerasTensor(shape, name=layer.name if not multi_output else f"{layer.name}_{i}",

@@ -13,6 +13,8 @@ class InputLayer(Layer):
         batch_size: optional fixed batch size (informational).
     """
 
+    _is_input_layer = True  # graph/nodes.py: its node starts a graph
+
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None,
                  batch_shape=None, input_shape=None, batch_input_shape=None, **kwargs):
         for key in ("sparse", "ragged", "optional"):  # Keras 3 config keys, always off here

@@ -117,7 +117,7 @@ def _bias_act(y, b, act):
             if b is not None:
                 v += b[j]
             if act == 1:
-                v = max(v, np.float32(0.0))
+                v = np.float32(0.0) if v <= np.float32(0.0) else v  # NaN passes
             elif act == 2:
                 v = np.float32(1.0) / (np.float32(1.0) + np.exp(-v))
             elif act == 3:

@@ -25,7 +25,7 @@ def _bias_activation_rows(y, b, has_bias, code, r0, r1):
         for r in range(r0, r1):
             for j in range(y.shape[1]):
                 v = y[r, j] + b[j]
-                y[r, j] = v if v > _ZERO else _ZERO
+                y[r, j] = _ZERO if v <= _ZERO else v  # NaN passes through
         return
     for r in range(r0, r1):
         for j in range(y.shape[1]):

@@ -165,7 +165,7 @@ def _make_gemm_kernel(trans_a, trans_b, tile):
                             v += bias[col]
                         # Fused activation, written inline (no device-function call).
                         if act == RELU:
-                            v = v if v > float32(0.0) else float32(0.0)
+                            v = float32(0.0) if v <= float32(0.0) else v  # NaN passes
                         elif act == SIGMOID:  # split on the sign: no inf/inf
                             ex = math.exp(-abs(v))
                             v = float32(1.0) / (float32(1.0) + ex) if v >= float32(0.0) \

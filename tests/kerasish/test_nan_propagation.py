@@ -72,10 +72,6 @@ def test_one_nan_pixel_makes_the_loss_nan_and_terminate_on_nan_stops(on_device):
     _one_nan_pixel_stops_training(on_device, "layer")
 
 
-@pytest.mark.xfail(strict=True, reason="the fused ReLU epilogues of Dense (kernels_numba/cpu/"
-                   "dense.py _bias_activation_rows) and, on CUDA, of the GEMM that Dense and "
-                   "Conv2D share (gpu/dense.py) still map NaN to 0 (`v if v > 0 else 0`); "
-                   "those files are not this change's. Strict: drop the mark once they keep NaN.")
 def test_reference_cnn_with_fused_relu():
     # CPU only: the simulator takes minutes per run of this CNN; the CUDA path of every
     # kernel here is covered by the layer variant above and the kernel tests.
