@@ -127,9 +127,13 @@ class Trainer:
     def _check_x(self, x, what):
         """Input data as a list of arrays in model-input order (built on first use)."""
         if not self.built:
-            first = x[0] if isinstance(x, (list, tuple)) and x and hasattr(x[0], "shape") \
-                else x
-            self.build((None, *np.shape(first)[1:]))
+            if isinstance(x, (list, tuple)) and x and hasattr(x[0], "shape") and \
+                    len(x) > 1 and not hasattr(self, "_input_layer"):
+                self._build_once([(None, *np.shape(a)[1:]) for a in x])
+            else:
+                first = x[0] if isinstance(x, (list, tuple)) and x and \
+                    hasattr(x[0], "shape") else x
+                self._build_once((None, *np.shape(first)[1:]))
         xs = structure.by_name(x, self.input_names, what, "input")
         xs = [structure.check_input(a, t.shape, self.name, k, what)
               for k, (a, t) in enumerate(zip(xs, self.inputs))]

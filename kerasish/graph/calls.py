@@ -45,7 +45,9 @@ def call_symbolic(layer, inputs):
         raise ValueError(f"Layer '{layer.name}' ({type(layer).__name__}) cannot take "
                          f"input of shape {shapes if as_list else shapes[0]}: {exc}") from None
     multi = isinstance(out, list)
+    found = layer.__dict__.pop("_pending_trace", None)  # set by a traced call()'s build
     node = Node(layer, list(inputs) if as_list else inputs, out if multi else [out], multi)
+    node.trace = found
     return node.outputs
 
 

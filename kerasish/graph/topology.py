@@ -39,7 +39,7 @@ def _post_order(inputs, outputs):
     return ordered, first_visit
 
 
-def map_graph(inputs, outputs, model_name):
+def map_graph(inputs, outputs, model_name, unused_inputs="error"):
     """(nodes to run in order, layers in Keras's order) after checking the graph."""
     ordered, first_visit = _post_order(inputs, outputs)
     input_ids = {id(t) for t in inputs}
@@ -61,7 +61,9 @@ def map_graph(inputs, outputs, model_name):
                 node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
     for tensor in inputs:
         layer = tensor.node.layer
-        if layer not in layer_depth:
+        if layer not in layer_depth and unused_inputs == "allow":
+            layer_depth[layer], first_visit[layer] = 0, len(first_visit)
+        elif layer not in layer_depth:
             raise ValueError(f"Model '{model_name}': input '{layer.name}' is not used by "
                              f"any output; expected every input to feed the outputs")
     position = {node: k for k, node in enumerate(ordered)}
@@ -128,8 +130,11 @@ class FlatGraph:
         ids = {id(t): k for t, k in zip(model.inputs, input_ids)}
         for node in model._nodes:
             ins = [ids[id(t)] for t in node.input_tensors]
-            if getattr(node.layer, "_is_graph_model", False):
-                outs = self._inline(node.layer, ins)
+            inner = getattr(node, "trace", None)  # a traced call() (graph/tracing.py)
+            if inner is None and getattr(node.layer, "_is_graph_model", False):
+                inner = node.layer
+            if inner is not None:
+                outs = self._inline(inner, ins)
             else:
                 outs = [self._new_tensor(t.shape) for t in node.output_tensors]
                 call = Call(node.layer, ins, outs,

@@ -81,6 +81,17 @@ class Layer:
         self._inbound_nodes = []  # graph/nodes.py: one Node per symbolic call
         self._eager_models = {}  # input shapes -> a one-layer model, for layer(array)
 
+    @property
+    def trainable(self):
+        return self.__dict__.get("_trainable", True)
+
+    @trainable.setter
+    def trainable(self, value):
+        """Like Keras 3: a layer's tracked sub-layers follow it."""
+        self._trainable = bool(value)
+        for sub in self._tracked_layers():
+            sub.trainable = value
+
     # -- weights --------------------------------------------------------------------
 
     def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=True,
@@ -124,13 +135,36 @@ class Layer:
 
     @property
     def trainable_weights(self):
-        return [w for w in self._weights if w.trainable] if self.trainable else []
+        if not self.trainable:
+            return []
+        own = [w for w in self._weights if w.trainable]
+        return _unique(own + [w for sub in self._tracked_layers()
+                              for w in sub.trainable_weights])
 
     @property
     def non_trainable_weights(self):
-        if not self.trainable:
-            return list(self._weights)
-        return [w for w in self._weights if not w.trainable]
+        own = list(self._weights) if not self.trainable else \
+            [w for w in self._weights if not w.trainable]
+        trainable = {id(w) for w in self.trainable_weights}
+        inner = [w for sub in self._tracked_layers() for w in sub.weights
+                 if id(w) not in trainable]
+        return _unique(own + inner)
+
+    def _tracked_layers(self):
+        """Layers held in public attributes (also in lists/dicts): Keras tracks them, so
+        a custom layer's sub-layers' weights are its weights too."""
+        found = []
+        for key, value in self.__dict__.items():
+            if key.startswith("_"):
+                continue
+            items = value.values() if isinstance(value, dict) else \
+                value if isinstance(value, (list, tuple)) else (value,)
+            for item in items:
+                if isinstance(item, Layer) and item is not self and \
+                        not getattr(item, "is_operation", False) and \
+                        not any(item is f for f in found):
+                    found.append(item)
+        return found
 
     def get_weights(self):
         return [w.numpy() for w in self.weights]
@@ -187,6 +221,13 @@ class Layer:
     def _build_once(self, input_shape):
         """Build on the first call; later calls must bring the same per-sample shape."""
         input_shape = shape_structure(input_shape)
+        from kerasish.graph import tracing
+
+        if tracing.is_traced(self):  # call(): a graph of ops and layers, per signature
+            found = tracing.trace(self, input_shape)
+            self._pending_trace = found
+            self.input_shape, self.output_shape = input_shape, tracing.output_shapes(found)
+            return self.output_shape
         if self.built and self.input_shape is not None and \
                 not _same_sample_shape(self.input_shape, input_shape):
             raise ValueError(f"Input of layer '{self.name}' is incompatible with the layer: "
@@ -285,3 +326,12 @@ def _same_sample_shape(a, b):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
             all(_same_sample_shape(x, y) for x, y in zip(a, b))
     return tuple(a[1:]) == tuple(b[1:])
+
+
+def _unique(variables):
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out

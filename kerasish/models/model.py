@@ -31,6 +31,69 @@ class Model(Trainer, Layer):
             return Functional(*args, **kwargs)
         return super().__new__(cls)
 
+    def __init__(self, *args, name=None, trainable=True, **kwargs):
+        """A subclassed model: layers set as attributes in `__init__`, the computation in
+        `call()`, traced into a graph on the first call (or fit) like a functional model."""
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise TypeError(f"{type(self).__name__}: passing inputs/outputs to a Model "
+                            f"subclass's __init__ is not supported; use keras.Model(inputs, "
+                            f"outputs) or define call()")
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
+        if not callable(getattr(type(self), "call", None)):
+            raise TypeError(f"{type(self).__name__}: a Model subclass must define call()")
+        self.inputs, self.outputs, self._nodes = [], [], []
+        self._inputs_struct = self._outputs_struct = None
+        self._init_model(name, trainable)
+
+    @property
+    def layers(self):
+        return self._tracked_layers()
+
+    def _build_once(self, input_shape):
+        """Trace call() for `input_shape` once (a subclassed model's graph)."""
+        from kerasish.layers.layer import shape_structure
+
+        input_shape = shape_structure(input_shape)
+        if not self.inputs:
+            self._build_graph(input_shape)
+        expected = [tuple(t.shape[1:]) for t in self.inputs]
+        got = [tuple(s[1:]) for s in (input_shape if isinstance(input_shape, list)
+                                      else [input_shape])]
+        if got != expected:
+            raise ValueError(f"Model '{self.name}' was built for input shape(s) "
+                             f"{[t.shape for t in self.inputs]}; received {input_shape}")
+        return self.compute_output_shape(input_shape)
+
+    def build(self, input_shape=None):
+        if input_shape is None:
+            raise ValueError(f"Model '{self.name}': build needs an input shape")
+        self._build_once(input_shape)
+
+    def _build_graph(self, input_shape):
+        from kerasish.graph import tracing
+
+        if type(self).build is not Model.build:  # the subclass's own build (weights)
+            type(self).build(self, input_shape)
+        self._set_device()
+        tensors, args = tracing.symbolic_inputs(self, input_shape)
+        structure = tracing._call(self, args)
+        outputs = topology.flatten_structure(structure)
+        if not outputs or not all(hasattr(t, "_keras_history") for t in outputs):
+            raise TypeError(f"Model '{self.name}': call() must return tensors built with "
+                            f"layers or keras.ops from its inputs")
+        self._inputs_struct, self.inputs = args, tensors
+        self._outputs_struct, self.outputs = structure, outputs
+        self._nodes, _ = topology.map_graph(tensors, outputs, self.name,
+                                            unused_inputs="allow")
+        self.built = True
+        self.input_shape = input_shape
+        self.output_shape = self.compute_output_shape(input_shape)
+        self._flat = None
+        self._executors.clear()
+        if self.compiled:
+            self._build_training_state()
+
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """`keras.Model.from_config(functional_config)`: a Functional model."""
@@ -55,7 +118,8 @@ class Model(Trainer, Layer):
     def trainable(self, value):
         """Like Keras 3: sets every inner layer's flag too."""
         self._trainable = bool(value)
-        for layer in getattr(self, "_layers", ()):
+        for layer in (self.layers if "_trainable" in self.__dict__ and
+                      hasattr(self, "_executors") else ()):
             layer.trainable = value
 
     def _flat_graph(self):
@@ -146,13 +210,14 @@ class Model(Trainer, Layer):
 
     @property
     def weights(self):
-        return self._unique(layer.weights for layer in self.layers)
+        return self._unique([self._weights] + [layer.weights for layer in self.layers])
 
     @property
     def trainable_weights(self):
         if not self.trainable:
             return []
-        return self._unique(layer.trainable_weights for layer in self.layers)
+        own = [w for w in self._weights if w.trainable]
+        return self._unique([own] + [layer.trainable_weights for layer in self.layers])
 
     @property
     def non_trainable_weights(self):

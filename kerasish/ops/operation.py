@@ -114,8 +114,12 @@ def as_tensor(value, owner=None):
     """A KerasTensor for an op argument in a traced call (see the module doc)."""
     if isinstance(value, KerasTensor):
         return value
-    op = ReadVariable(value, owner or _NO_OWNER) if isinstance(value, Variable) \
-        else Constant(value)
+    if isinstance(value, Variable):
+        from kerasish.graph.tracing import current_owner
+
+        op = ReadVariable(value, owner or current_owner() or _NO_OWNER)
+    else:
+        op = Constant(value)
     op._build_once(())
     return Node(op, [], [op.output_shape], False).outputs
 

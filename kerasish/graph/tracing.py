@@ -1,0 +1,99 @@
+"""Tracing `call()`: a layer (or a subclassed Model) written with keras.ops and other
+layers becomes a graph, once per input signature.
+
+`call()` runs on symbolic inputs (private InputLayers); every op and layer call
+inside records a node, so the result is a small graph with the same parts as a
+functional model: inputs, the nodes that lead to the outputs, outputs. A node of the
+traced layer carries that Trace, and the plan inlines it like a nested model: forward
+is the ops' launches, backward is reverse-mode over the same nodes, each gradient
+rule a kernels_numba launch. Layers defining forward/backward instead are called as
+they are (fused built-in kernels).
+"""
+
+import inspect
+
+from kerasish.graph import topology
+from kerasish.graph.nodes import KerasTensor, flatten
+
+_owners = []  # layers whose call() is being traced, innermost last
+
+
+def current_owner():
+    """The layer whose call() is running (its weights become ReadVariable nodes)."""
+    return _owners[-1] if _owners else None
+
+
+class Trace:
+    """One traced call(): inputs, nodes in run order, outputs (and their structure)."""
+
+    def __init__(self, inputs, outputs, structure, nodes):
+        self.inputs, self.outputs, self.structure, self._nodes = inputs, outputs, structure, \
+            nodes
+
+
+def is_traced(layer):
+    """A layer whose behaviour is its call() (not an explicit forward/backward pair)."""
+    from kerasish.layers.layer import Layer
+
+    cls = type(layer)
+    return callable(getattr(cls, "call", None)) and cls.forward is Layer.forward and \
+        not getattr(layer, "_is_graph_model", False)
+
+
+def _signature(input_shape):
+    return repr(input_shape)
+
+
+def _call(layer, args):
+    kwargs = {}
+    params = inspect.signature(layer.call).parameters
+    if "training" in params:
+        kwargs["training"] = None  # the plan passes the mode to the layers inside
+    if "mask" in params:
+        kwargs["mask"] = None
+    _owners.append(layer)
+    try:
+        return layer.call(args, **kwargs)
+    finally:
+        _owners.pop()
+
+
+def symbolic_inputs(layer, input_shape):
+    """Private keras.Input tensors for `input_shape` (one shape or a list of shapes)."""
+    from kerasish.layers.input_layer import InputLayer
+
+    shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+    tensors = []
+    for k, shape in enumerate(shapes):
+        inp = InputLayer(shape=tuple(shape[1:]), name=f"__{layer.name}_input_{k}")
+        tensors.append(inp.output)
+    return tensors, (tensors if isinstance(input_shape, list) else tensors[0])
+
+
+def trace(layer, input_shape):
+    """The Trace of layer.call for `input_shape` (built and cached on first use)."""
+    traces = layer.__dict__.setdefault("_traces", {})
+    key = _signature(input_shape)
+    found = traces.get(key)
+    if found is not None:
+        return found
+    if not layer.built:
+        layer.build(input_shape)
+        layer.built = True
+    inputs, args = symbolic_inputs(layer, input_shape)
+    structure = _call(layer, args)
+    outputs = flatten(structure)
+    if not outputs or not all(isinstance(t, KerasTensor) for t in outputs):
+        kinds = sorted({type(t).__name__ for t in outputs})
+        raise TypeError(f"Layer '{layer.name}': call() must return tensors built with "
+                        f"keras.ops or layers from its inputs (symbolic while tracing); it "
+                        f"returned {kinds or 'nothing'}. NumPy functions cannot be traced: "
+                        f"use kerasish.ops")
+    nodes, _ = topology.map_graph(inputs, outputs, layer.name, unused_inputs="allow")
+    found = traces[key] = Trace(inputs, outputs, structure, nodes)
+    return found
+
+
+def output_shapes(found):
+    shapes = [tuple(t.shape) for t in found.outputs]
+    return shapes if isinstance(found.structure, (list, tuple, dict)) else shapes[0]
