@@ -66,6 +66,11 @@ class Trainer:
             "jit_compile": False,
         }
         self.compiled = True
+        from kerasish.distribute import current_strategy  # hook: compiled in strategy.scope()
+
+        strategy = current_strategy()
+        if strategy is not None:
+            strategy.attach(self)
         if self.built:
             self._build_training_state()
 
@@ -156,35 +161,39 @@ class Trainer:
                 out.append(structure.check_target(target, loss, t.shape, what))
         return out
 
-    def _executor(self, batch_size, mode):
-        """The plan for (batch size, mode), kept in a small LRU cache."""
-        key = (int(batch_size), mode)
+    def _executor(self, batch_size, mode, signature=None):
+        """The plan for (batch size, mode[, per-sample input shapes of a dynamic model]),
+        kept in a small LRU cache."""
+        key = (int(batch_size), mode) + ((signature,) if signature is not None else ())
         ex = self._executors.pop(key, None)
         if ex is None:
             if mode == TRAIN:
                 parameters.pack(self)
                 self.optimizer.build(self._trainable_variables)
-            ex = Executor(self, batch_size, mode)
+            ex = Executor(self, batch_size, mode, signature=signature)
         self._executors[key] = ex
         while len(self._executors) > _MAX_PLANS:
             self._executors.pop(next(iter(self._executors)))
         return ex
 
-    def _executor_for(self, ex, n, loader, mode):
-        """`ex` while a batch of n fits it, else one planned for the loader's batch size
+    def _executor_for(self, ex, batch, loader, mode):
+        """`ex` while this batch fits it, else one planned for the loader's batch size
         (never more than its number of samples)."""
-        if ex is None or n > ex.batch_size:
+        n, signature = _batch_len(batch), self._signature(batch)
+        if ex is None or n > ex.batch_size or ex.signature != signature:
             size = getattr(loader, "batch_size", 0) or 0
             samples = getattr(loader, "num_samples", None)
             if samples is not None:
                 size = min(size, samples)
-            ex = self._executor(max(n, size), mode)
+            ex = self._executor(max(n, size), mode, signature)
         return ex
 
-    def _executor_on_batch(self, n, mode):
-        """A cached plan with room for n rows (the smallest), or a new one for n."""
-        fits = [k for k in self._executors if k[1] == mode and k[0] >= n]
-        return self._executor(min(fits)[0] if fits else n, mode)
+    def _executor_on_batch(self, xs, mode):
+        """A cached plan with room for this batch (the smallest), or a new one for it."""
+        n, signature = len(xs[0]), self._signature(xs)
+        tail = (signature,) if signature is not None else ()
+        fits = [k for k in self._executors if k[1] == mode and k[0] >= n and k[2:] == tail]
+        return self._executor(min(fits)[0] if fits else n, mode, signature)
 
     def _arrays_loader(self, x, y, batch_size, shuffle, what):
         from kerasish.data import DataLoader, make_loader
@@ -248,6 +257,9 @@ class Trainer:
             x, y, validation_data = _split(x, y, validation_split)
         loader, batch_size = self._arrays_loader(x, y, 32 if batch_size is None else batch_size,
                                                  shuffle, "fit")
+        dist = getattr(self, "_distribution", None)  # hook: kerasish.distribute strategy
+        if dist is not None:
+            loader = dist.shard_loader(loader)  # this rank's slice of each global batch
         self._train_loader = loader  # BackupAndRestore saves its shuffle state
         val = None
         if validation_data is not None:
@@ -259,6 +271,8 @@ class Trainer:
         self._initial_epoch = None
         try:
             cbs.on_train_begin()
+            if dist is not None:  # hook: rank 0's weights, optimizer and resume point
+                dist.on_train_begin()
             epoch_logs = {}
             start = self._initial_epoch if self._initial_epoch is not None else initial_epoch
             self._initial_epoch = None  # BackupAndRestore's resume point is used once
@@ -270,6 +284,8 @@ class Trainer:
                     val_logs = self._evaluate_loader(val, cbs, validation_steps, "fit")
                     epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
                 cbs.on_epoch_end(epoch, epoch_logs)
+                if dist is not None:  # hook: any rank's stop stops every rank
+                    self.stop_training = dist.any_stop(self.stop_training)
                 if self.stop_training:
                     break
             cbs.on_train_end(epoch_logs)
@@ -298,13 +314,17 @@ class Trainer:
                 if max_steps is not None and batch >= max_steps:
                     break
                 cbs.on_train_batch_begin(batch)
-                ex = self._executor_for(ex, _batch_len(xb), loader, TRAIN)
+                ex = self._executor_for(ex, xb, loader, TRAIN)
                 ex.train_step(xb, yb)
                 now = time.perf_counter()
+                # distributed: every rank reads (a collective) at the same batches
                 if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
+                        getattr(self, "_distribution", None) is not None or \
                         (steps is not None and batch + 1 == steps):
                     logs, last_read = self._read_logs(), now
                 cbs.on_train_batch_end(batch, logs)
+                if getattr(self, "_distribution", None) is not None:  # hook: stop together
+                    self.stop_training = self._distribution.any_stop(self.stop_training)
                 if self.stop_training:
                     break
         if ex is None:
@@ -319,9 +339,12 @@ class Trainer:
         for metric in self._metrics:
             metric.reset()
 
-    def _read_logs(self):
+    def _read_logs(self, _reduced=False):
         """One output: loss, then its metrics. Several: loss (the weighted sum), then
         `<output>_loss` and `<output>_<metric>` in sorted order, as Keras 3 logs them."""
+        dist = getattr(self, "_distribution", None)  # hook: the sums and counts of all ranks
+        if dist is not None and not _reduced:
+            return dist.reduce_logs(lambda: self._read_logs(_reduced=True))
         if len(self._output_losses) == 1:
             logs = {"loss": self._loss_tracker.result()}
             for metric in self._metrics:
@@ -378,7 +401,7 @@ class Trainer:
                     break
                 if cbs is not None:
                     cbs.on_test_batch_begin(batch)
-                ex = self._executor_for(ex, _batch_len(xb), loader, TEST)
+                ex = self._executor_for(ex, xb, loader, TEST)
                 ex.test_step(xb, yb)
                 if cbs is not None:
                     logs = self._read_logs() if self.device == "cpu" else logs
@@ -411,7 +434,7 @@ class Trainer:
             if steps is not None and batch >= steps:
                 break
             cbs.on_predict_batch_begin(batch)
-            ex = self._executor_for(ex, _batch_len(xb), loader, PREDICT)
+            ex = self._executor_for(ex, xb, loader, PREDICT)
             outputs.append(ex.predict_step(xb))
             cbs.on_predict_batch_end(batch, {"outputs": self._structured(outputs[-1])})
         cbs.on_predict_end()
@@ -435,19 +458,19 @@ class Trainer:
         self._require_compiled("train_on_batch")
         x, y = self._check_x(x, "train_on_batch"), self._check_y(y, "train_on_batch")
         self._reset_metrics()
-        self._executor_on_batch(len(x[0]), TRAIN).train_step(x, y)
+        self._executor_on_batch(x, TRAIN).train_step(x, y)
         return self._batch_result(return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
         x, y = self._check_x(x, "test_on_batch"), self._check_y(y, "test_on_batch")
         self._reset_metrics()
-        self._executor_on_batch(len(x[0]), TEST).test_step(x, y)
+        self._executor_on_batch(x, TEST).test_step(x, y)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x):
         x = self._check_x(x, "predict_on_batch")
-        return self._structured(self._executor_on_batch(len(x[0]), PREDICT).predict_step(x))
+        return self._structured(self._executor_on_batch(x, PREDICT).predict_step(x))
 
     def _batch_result(self, return_dict):
         logs = self._read_logs()

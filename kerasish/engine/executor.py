@@ -47,8 +47,8 @@ def _pack(items, as_list):
 class Plan:
     """Who writes what, when, and in which storage (device-independent)."""
 
-    def __init__(self, model, batch_size, mode):
-        g = self.graph = model._flat_graph()
+    def __init__(self, model, batch_size, mode, signature=None):
+        g = self.graph = model._flat_graph(signature)
         self.mode, self.batch_size, self.device = mode, batch_size, model.device
         k_calls = len(g.calls)
         self.bwd_time = lambda call: 2 * k_calls - call.index
@@ -162,11 +162,11 @@ class Plan:
 class Executor:
     """Buffers and step functions for one model, one batch size and one mode."""
 
-    def __init__(self, model, batch_size, mode, allocate=True):
+    def __init__(self, model, batch_size, mode, allocate=True, signature=None):
         self.model, self.mode, self.batch_size = model, mode, int(batch_size)
-        self.device = model.device
+        self.device, self.signature = model.device, signature
         self._allocate = allocate  # False: only the size table (summary)
-        self.plan = Plan(model, self.batch_size, mode)
+        self.plan = Plan(model, self.batch_size, mode, signature)
         if allocate:  # the size table first: refuse before allocating anything
             self._allocate = False
             self._buffers()
@@ -191,7 +191,7 @@ class Executor:
                                    np.float32) for k, size in enumerate(block_sizes)]
         self.call_scratch = [
             {name: self._alloc("scratch", f"{call.layer.name}/{name}", shape, dt)
-             for name, (shape, dt) in call.layer.scratch_shapes(b).items()}
+             for name, (shape, dt) in _bound(call).scratch_shapes(b).items()}
             for call in g.calls]
         self.masks = [self._alloc("masks", f"mask {k}", (b, *shape[1:]), np.float32)
                       for k, shape in enumerate(g.mask_shapes)]
@@ -292,8 +292,10 @@ class Executor:
             x.release()
 
     def forward(self, s, training):
-        for layer, x, y, scratch, mask, mask_out in s.forward:
+        for layer, x, y, scratch, mask, mask_out, shapes in s.forward:
             layer.scratch = scratch  # per call: a shared layer has one set per call
+            if shapes is not None:  # a dynamic graph: this call's concrete shapes
+                layer.input_shape, layer.output_shape = shapes
             if mask is None:
                 layer.forward(y, x, training)
             else:
@@ -305,8 +307,10 @@ class Executor:
         for entry in s.backward:
             kind = entry[0]
             if kind == _CALL:
-                _, layer, dx, dy, x, y, scratch, mask = entry
+                _, layer, dx, dy, x, y, scratch, mask, shapes = entry
                 layer.scratch = scratch
+                if shapes is not None:
+                    layer.input_shape, layer.output_shape = shapes
                 if mask is None:
                     layer.backward(dx, dy, x, y)
                 else:
@@ -330,6 +334,9 @@ class Executor:
                 if dy_pred is not None:
                     loss.backward(dy_pred, y_pred, y_true, scale, scratch)
             self.backward(s)
+            dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
+            if dist is not None:
+                dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             if apply:
                 model.optimizer.apply(model._trainable_variables)
         finally:
@@ -383,7 +390,8 @@ class Step:
                                                        call.list_input),
                                      _pack([self.acts[t] for t in call.outputs],
                                            call.list_output), scratch,
-                                     self._mask(call.mask_in), self._mask(call.mask_out)))
+                                     self._mask(call.mask_in), self._mask(call.mask_out),
+                                     call.shapes))
         self.losses, self.loss_outputs, self.targets = [], [], []
         if ex.mode == PREDICT:
             return
@@ -446,5 +454,12 @@ class Step:
                     _CALL, call.layer, _pack(dx, call.list_input), _pack(dy, call.list_output),
                     _pack([self.acts[t] for t in call.inputs], call.list_input),
                     _pack([self.acts[t] for t in call.outputs], call.list_output),
-                    ex.call_scratch[call.index], self._mask(call.mask_in)))
+                    ex.call_scratch[call.index], self._mask(call.mask_in), call.shapes))
             self.backward.extend(adds)
+
+
+def _bound(call):
+    """The call's layer, with this call's concrete shapes bound in a dynamic graph."""
+    if call.shapes is not None:
+        call.layer.input_shape, call.layer.output_shape = call.shapes
+    return call.layer

@@ -83,7 +83,7 @@ def check_input(x, expected, model_name, index, what):
                          f"scalar {x!r}")
     if len(x) == 0:
         raise ValueError(f"{what}: received empty input data (shape {x.shape})")
-    if expected is not None and tuple(x.shape[1:]) != tuple(expected[1:]):
+    if expected is not None and not same_sizes(x.shape[1:], expected[1:]):
         raise ValueError(
             f"Input {index} of model '{model_name}' is incompatible: expected shape "
             f"{(None, *expected[1:])}, received shape {(None, *x.shape[1:])}")
@@ -100,7 +100,7 @@ def check_target(y, loss, out, what):
     if loss.sparse:
         if y.ndim == len(out) and y.shape[-1] == 1:
             y = y.reshape(y.shape[:-1])
-        if tuple(y.shape[1:]) != out[1:-1]:
+        if not same_sizes(y.shape[1:], out[1:-1]):
             raise ValueError(f"{what}: sparse labels must have shape {(None, *out[1:-1])} "
                              f"for model output {out}; received {y.shape}")
         if y.size and (y.dtype.kind == "f" and not np.all(np.isfinite(y)) or
@@ -115,7 +115,7 @@ def check_target(y, loss, out, what):
         return y.astype(np.int32)
     if y.ndim == len(out) - 1 and out[-1] == 1:
         y = y.reshape((*y.shape, 1))
-    if tuple(y.shape[1:]) != out[1:]:
+    if not same_sizes(y.shape[1:], out[1:]):
         raise ValueError(f"{what}: targets must have shape {(None, *out[1:])} for loss "
                          f"'{loss.name}'; received {y.shape}")
     if getattr(loss, "kind", None) == "binary" and y.size:
@@ -123,3 +123,9 @@ def check_target(y, loss, out, what):
             raise ValueError(f"{what}: targets for loss '{loss.name}' must be in [0, 1]; "
                              f"received values in [{np.nanmin(y)}, {np.nanmax(y)}]")
     return y.astype(np.float32)
+
+
+def same_sizes(got, expected):
+    """Per-sample shapes equal, None in `expected` matching any size."""
+    return len(got) == len(expected) and all(e is None or int(g) == e
+                                             for g, e in zip(got, expected))

@@ -88,12 +88,13 @@ class Call:
     mask id the layer reads (supports_masking), `mask_out` the one it writes."""
 
     __slots__ = ("layer", "inputs", "outputs", "list_input", "list_output", "index",
-                 "mask_in", "mask_out")
+                 "mask_in", "mask_out", "shapes")
 
     def __init__(self, layer, inputs, outputs, list_input, list_output, index):
         self.layer, self.inputs, self.outputs = layer, inputs, outputs
         self.list_input, self.list_output, self.index = list_input, list_output, index
         self.mask_in = self.mask_out = None
+        self.shapes = None  # (input shape(s), output shape(s)) in a concrete graph
 
     def __repr__(self):
         return f"Call({self.layer.name}, {self.inputs} -> {self.outputs})"
@@ -102,11 +103,31 @@ class Call:
 class FlatGraph:
     """Every layer call of a model, nested models inlined, in execution order."""
 
-    def __init__(self, model):
+    def __init__(self, model, input_shapes=None):
         self.calls, self.shapes = [], []
         self.mask_of, self.mask_shapes = {}, []  # tensor id -> mask id; mask id -> shape
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
+        self.dynamic = input_shapes is not None
+        if self.dynamic:
+            self._concrete(input_shapes)
+
+    def _concrete(self, input_shapes):
+        """Sizes known only from the data (None in keras.Input): every call's shapes
+        for these per-sample input shapes; `call.shapes` is bound to the layer before
+        the plan asks it for scratch and before each of its launches."""
+        for t, shape in zip(self.input_ids, input_shapes):
+            self.shapes[t] = (None, *shape)
+        for call in self.calls:
+            ins = [self.shapes[t] for t in call.inputs]
+            in_struct = ins if call.list_input else (ins[0] if ins else ())
+            out = call.layer.compute_output_shape(in_struct)
+            outs = [tuple(o) for o in out] if call.list_output else [tuple(out)]
+            for t, shape in zip(call.outputs, outs):
+                self.shapes[t] = shape
+            call.shapes = (in_struct, outs if call.list_output else outs[0])
+            if call.mask_out is not None:
+                self.mask_shapes[call.mask_out] = tuple(call.layer.mask_shape(in_struct))
 
     def _masks(self, call, input_shape):
         """Keras's mask flow: producers (Embedding(mask_zero), Masking) make one, layers

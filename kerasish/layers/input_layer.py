@@ -30,10 +30,11 @@ class InputLayer(Layer):
             raise ValueError("InputLayer: expected a `shape` (per-sample input shape); "
                              "received None")
         shape = tuple(shape) if not isinstance(shape, int) else (shape,)
-        if any(s is None or int(s) <= 0 for s in shape):
-            raise ValueError(f"InputLayer: expected positive dimensions; received shape={shape}")
+        if any(s is not None and int(s) <= 0 for s in shape):
+            raise ValueError(f"InputLayer: expected positive dimensions (or None for a size "
+                             f"known only from the data); received shape={shape}")
         super().__init__(name=name, dtype=dtype, **kwargs)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(None if s is None else int(s) for s in shape)
         self.batch_size = batch_size
         self.built = True
         self.input_shape = self.output_shape = (None, *self.shape)

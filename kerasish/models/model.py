@@ -122,14 +122,30 @@ class Model(Trainer, Layer):
                       hasattr(self, "_executors") else ()):
             layer.trainable = value
 
-    def _flat_graph(self):
-        """Every layer call, nested models inlined (cached until the graph changes)."""
+    def _flat_graph(self, signature=None):
+        """Every layer call, nested models inlined (cached until the graph changes); with
+        None sizes in the inputs, one per `signature` (the data's per-sample shapes)."""
         if self._flat is None:
-            self._flat = topology.FlatGraph(self)
-        return self._flat
+            self._flat = {}
+        graph = self._flat.get(signature)
+        if graph is None:
+            graph = self._flat[signature] = topology.FlatGraph(self, signature)
+        return graph
+
+    @property
+    def _dynamic(self):
+        """Some input size is known only from the data (None in keras.Input)."""
+        return any(None in tuple(t.shape[1:]) for t in self.inputs)
+
+    def _signature(self, batch):
+        """The per-sample input shapes of a batch, for a dynamic model (else None)."""
+        if not self.inputs or not self._dynamic:
+            return None
+        arrays = batch if isinstance(batch, (list, tuple)) else [batch]
+        return tuple(tuple(a.shape[1:]) for a in arrays)
 
     def _single_io(self):
-        return len(self.inputs) == 1 and len(self.outputs) == 1 and \
+        return len(self.inputs) == 1 and len(self.outputs) == 1 and not self._dynamic and \
             self._output_losses and self._output_losses[0] is not None
 
     @property

@@ -73,16 +73,20 @@ def summary_text(model, line_length=None):
     lines.append(f" Non-trainable params: {total - trainable:,} ({_size(4 * (total - trainable))})")
     if opt:
         lines.append(f" Optimizer params: {opt:,} ({_size(4 * opt)})")
-    if model.built:
+    signature = next((k[2] for k in model._executors if len(k) > 2), None)
+    if model.built and model._dynamic and signature is None:
+        lines.append(" Planned buffers: sized from the data's shapes (None in the inputs) "
+                     "at the first fit/predict")
+    elif model.built:
         batch = max([k[0] for k in model._executors] or [32])
-        plan = planned_bytes(model, batch)
+        plan = planned_bytes(model, batch, signature)
         detail = ", ".join(f"{k} {_size(v)}" for k, v in plan.items())
         lines.append(f" Planned buffers on {model.device} at batch {batch}: "
                      f"{_size(sum(plan.values()))} ({detail})")
     return "\n".join(lines)
 
 
-def planned_bytes(model, batch_size):
+def planned_bytes(model, batch_size, signature=None):
     """Bytes of every buffer a training (or, uncompiled, inference) step plans, by kind:
     the plan's own size table, plus parameters, gradients and optimizer slots."""
     from kerasish.engine.executor import PREDICT, TRAIN, Executor
@@ -93,7 +97,8 @@ def planned_bytes(model, batch_size):
     if mode == TRAIN:
         out["gradients"] = grads
         out["optimizer"] = grads * len(getattr(model.optimizer, "SLOTS", ()))
-    out.update(Executor(model, batch_size, mode, allocate=False).planned_bytes())
+    out.update(Executor(model, batch_size, mode, allocate=False,
+                        signature=signature).planned_bytes())
     return out
 
 
