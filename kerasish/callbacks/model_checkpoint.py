@@ -11,29 +11,24 @@ _H5 = (".h5", ".hdf5")
 
 
 def _check_filepath(filepath, save_weights_only):
-    if filepath.endswith(".keras"):
-        raise ValueError(
-            "ModelCheckpoint: kerasish writes HDF5 only; the `.keras` zip format is not "
-            "supported. Expected a filepath ending in `.weights.h5` or `.h5` "
-            f"(save_weights_only={save_weights_only}); received filepath={filepath}")
     if save_weights_only and not filepath.endswith(_H5):
         raise ValueError(
             "ModelCheckpoint: when using `save_weights_only=True`, the filepath provided "
             "must end in `.weights.h5` (or legacy `.h5`). Received: "
             f"filepath={filepath}")
-    if not filepath.endswith(_H5):
+    if not save_weights_only and not filepath.endswith((".keras", *_H5)):
         raise ValueError(
-            "ModelCheckpoint: the filepath provided must end in `.h5` (HDF5 model "
-            f"format). Received: filepath={filepath}")
+            "ModelCheckpoint: the filepath provided must end in `.keras` (Keras model "
+            f"format) or `.h5` (legacy HDF5). Received: filepath={filepath}")
 
 
 class ModelCheckpoint(Callback):
     """Save the model (`model.save`) or its weights (`model.save_weights`) during fit.
 
     Args:
-        filepath: str or PathLike ending in `.h5` (`.weights.h5` for weights). It is
-            formatted with `epoch` (1-based), the epoch logs and, with an int
-            `save_freq`, `batch` (1-based): `"ckpt-{epoch:02d}-{val_loss:.2f}.h5"`.
+        filepath: str or PathLike ending in `.keras` or `.h5` (`.weights.h5` for
+            weights). It is formatted with `epoch` (1-based), the epoch logs and, with
+            an int `save_freq`, `batch` (1-based): `"ckpt-{epoch:02d}-{val_loss:.2f}.keras"`.
         monitor: logs key compared for `save_best_only`. Defaults to `"val_loss"`.
         verbose: 0 silent, 1 prints a message on each save decision.
         save_best_only: save only when `monitor` improves on the best so far.
@@ -45,6 +40,8 @@ class ModelCheckpoint(Callback):
     Raises:
         ValueError: bad `save_freq` or filepath extension.
     """
+
+    chief_only = True  # under kerasish.distribute: runs on rank 0 only
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
                  save_weights_only=False, mode="auto", save_freq="epoch",

@@ -1,7 +1,8 @@
 """Public save/load entry points (what `Sequential.save/save_weights/load_weights/
 to_json` and `kerasish.models.load_model/model_from_json` call).
 
-Files cross with Keras: `.h5`/`.hdf5` full models use the legacy Keras layout,
+Files cross with Keras: `.keras` is Keras 3's zip format (keras_format), `.h5`/`.hdf5`
+full models use the legacy Keras layout,
 `save_weights` writes Keras 3's native `.weights.h5` layout or, for other `.h5`
 names, the tf.keras 2 weights-only layout; `load_weights` detects the layout from the
 file's content. Every save is atomic (see `atomic`); every load validates the file
@@ -11,7 +12,8 @@ first (see `h5_safety`).
 import logging
 import os
 
-from kerasish.saving import atomic, h5_format, h5_safety, json_utils, serialization, weights_io
+from kerasish.saving import atomic, h5_format, h5_safety, json_utils, keras_format, keras_zip, \
+    serialization, weights_io
 
 logger = logging.getLogger("kerasish")
 
@@ -50,19 +52,34 @@ def _training_config(model):
     return config
 
 
-def save_model(model, filepath, overwrite=True, include_optimizer=True):
-    """Save architecture, weights and (optionally) optimizer state to a Keras `.h5`.
+def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs):
+    """Save architecture, weights and (optionally) optimizer state: Keras 3's `.keras`
+    zip or the legacy Keras `.h5`, chosen by the extension.
 
     Args:
-        model: a kerasish Sequential.
-        filepath: path ending in `.h5` or `.hdf5`.
+        model: a kerasish Sequential or Functional model.
+        filepath: path ending in `.keras`, `.h5` or `.hdf5`.
         overwrite: if False and the file exists, raise FileExistsError.
-        include_optimizer: also save `training_config` and the optimizer's variables.
+        include_optimizer: also save the optimizer's variables (and, for `.h5`, the
+            `training_config`; a `.keras` file always has its compile config).
+        zipped: Keras's argument; only True (the default, a `.keras` zip) is supported.
     """
     path = _path(filepath, "save_model")
+    zipped = kwargs.pop("zipped", None)
+    kwargs.pop("save_format", None)  # deprecated in Keras 3: the extension decides
+    if kwargs:
+        raise ValueError(f"save_model: the following argument(s) are not supported: "
+                         f"{sorted(kwargs)}")
+    if zipped is False:
+        raise ValueError("save_model: zipped=False (an unzipped directory) is not "
+                         "supported; save to a .keras file")
+    if path.lower().endswith(".keras"):
+        keras_format.save_model(model, path, overwrite, include_optimizer)
+        return
     if not path.lower().endswith(_H5_SUFFIXES):
-        raise ValueError(f"save_model: kerasish saves full models as Keras HDF5; expected "
-                         f"a filepath ending in .h5 or .hdf5; received filepath={path}")
+        raise ValueError(f"save_model: invalid filepath extension for saving; expected a "
+                         f"filepath ending in .keras (Keras 3's format, recommended), .h5 "
+                         f"or .hdf5; received filepath={path}")
     config = serialization.model_config(model)
     layers = weights_io.legacy_layers(model)
     training = _training_config(model) if include_optimizer else None
@@ -135,18 +152,36 @@ def _compile_from_training_config(model, training, custom_objects, source):
                          "uncompiled") from e
 
 
-def load_model(filepath, custom_objects=None, compile=True):
-    """Load a model saved by `save_model` (or by Keras 3 / tf.keras 2 as `.h5`).
+def _is_keras_zip(path):
+    """A `.keras` archive by content, or by name when the file is not HDF5 either."""
+    if keras_zip.is_zip(path):
+        return True
+    if not path.lower().endswith(".keras"):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8) != b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return True  # keras_zip names the problem
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Load a model saved by `save_model` (or by Keras 3 as `.keras`/`.h5`, or by
+    tf.keras 2 as `.h5`); the format is detected from the file's content.
 
     Args:
-        filepath: the `.h5` file.
+        filepath: the `.keras` or `.h5` file.
         custom_objects: {name: class} for custom layers, losses, optimizers.
-        compile: compile with the saved training config and restore the optimizer.
+        compile: compile with the saved training/compile config and restore the
+            optimizer.
+        safe_mode: Keras's flag; kerasish never runs code from a file either way.
 
     Returns:
         The model; compiled when the file has a training config and compile=True.
     """
     source = _path(filepath, "load_model")
+    if _is_keras_zip(source):
+        return keras_format.load_model(source, custom_objects, compile, safe_mode)
     with h5_safety.open_for_read(source) as f:
         data = h5_format.read_model_file(f, source)
         extra = h5_format.read_extra_state(f, source)
@@ -200,11 +235,15 @@ def load_weights(model, filepath, skip_mismatch=False, by_name=False):
 
     Args:
         model: a built kerasish model.
-        filepath: a `.weights.h5` (native) or legacy `.h5`; the layout is detected.
+        filepath: a `.weights.h5` (native), a legacy `.h5` or a `.keras` file; the
+            layout is detected.
         skip_mismatch: warn and skip weights whose count or shape differ.
         by_name: match layers by name instead of by position.
     """
     source = _path(filepath, "load_weights")
+    if _is_keras_zip(source):
+        keras_format.load_weights(model, source, skip_mismatch, by_name)
+        return
     with h5_safety.open_for_read(source) as f:
         native = h5_format.is_native_layout(f)
         if native:

@@ -27,6 +27,9 @@ def register_serializable(package="Custom", name=None):
     if not isinstance(package, str) or ">" in package:
         raise ValueError(f"register_serializable: expected `package` to be a string "
                          f"without '>'; received package={package!r}")
+    if name is not None and (not isinstance(name, str) or not name or ">" in name):
+        raise ValueError(f"register_serializable: expected `name` to be None or a "
+                         f"non-empty string without '>'; received name={name!r}")
 
     def decorator(arg):
         if inspect.isclass(arg) and not hasattr(arg, "get_config"):
@@ -86,6 +89,11 @@ def merged_custom_objects(custom_objects=None):
     for registered, obj in _GLOBAL_CUSTOM_OBJECTS.items():
         merged.setdefault(registered.split(">", 1)[-1], obj)
         merged[registered] = obj
+    # Lowest priority: a class registered with `name=` is also found by its own
+    # __name__, which is what `get_config()` entries (and Keras's class_name) carry.
+    for obj in _GLOBAL_CUSTOM_OBJECTS.values():
+        merged.setdefault(getattr(obj, "__name__", None), obj)
+    merged.pop(None, None)
     for scope in _SCOPE_STACK:
         merged.update(scope)
     merged.update(custom_objects or {})
