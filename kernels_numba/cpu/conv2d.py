@@ -9,6 +9,8 @@ A 1x1, stride-1 convolution skips im2col: col is x itself. A one-channel input
 stores col transposed, (K, M), which is much faster to build (see
 _im2col_t_single_channel); BLAS takes the transposed view at no cost. The forward
 leaves col in the workspace, so backward-filter (columns_ready=True) reuses it.
+Dilation (dh, dw) moves tap (i, j) to input offset (i*dh, j*dw); at (1, 1) every index
+is the one the undilated loops computed, so those results are unchanged bit for bit.
 GEMMs go through kernels_numba.cpu.gemm.
 """
 
@@ -24,7 +26,7 @@ ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 # njit loops
 
 @numba.njit(parallel=True, cache=True)
-def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
+def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
     n, h, w, c = x.shape
     for m in numba.prange(n * ho * wo):
         b = m // (ho * wo)
@@ -32,9 +34,9 @@ def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
         oh = r // wo
         ow = r - oh * wo
         for i in range(kh):
-            ih = oh * sh - pt + i
+            ih = oh * sh - pt + i * dh
             for j in range(kw):
-                iw = ow * sw - pl + j
+                iw = ow * sw - pl + j * dw
                 base = (i * kw + j) * c
                 if 0 <= ih < h and 0 <= iw < w:
                     for ch in range(c):
@@ -45,7 +47,7 @@ def _im2col(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
 
 
 @numba.njit(parallel=True, cache=True)
-def _im2col_t_single_channel(col_t, x, kh, kw, sh, sw, pt, pl, ho, wo):
+def _im2col_t_single_channel(col_t, x, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
     # Transposed columns (KH*KW, M) for a one-channel x (N, H, W): for one tap and
     # one output row the values are a run of x's row, so this copies runs of Wo
     # floats instead of rows of KH*KW (MNIST's first conv: im2col 1.4 -> 0.3 ms).
@@ -54,10 +56,10 @@ def _im2col_t_single_channel(col_t, x, kh, kw, sh, sw, pt, pl, ho, wo):
         t = r // n
         b = r - t * n
         i = t // kw
-        j = t - i * kw
+        j = (t - i * kw) * dw  # the tap's column offset
         row_inside = j - pl >= 0 and (wo - 1) * sw + j - pl < w
         for oh in range(ho):
-            ih = oh * sh - pt + i
+            ih = oh * sh - pt + i * dh
             d = (b * ho + oh) * wo
             if ih < 0 or ih >= h:
                 for ow in range(wo):
@@ -85,7 +87,7 @@ def window_range(i, k, s, pad, out):
 
 
 @numba.njit(parallel=True, cache=True)
-def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
+def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
     # Scatter, parallel over samples (each thread owns dx[b]: race-free, and the
     # summation order is fixed): col is read once, in order, and the writes land in
     # one sample's dx, which stays in cache (5.3 -> 1.2 ms for the seed CNN's conv2).
@@ -96,11 +98,11 @@ def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
             for ow in range(wo):
                 m = (b * ho + oh) * wo + ow
                 for i in range(kh):
-                    ih = oh * sh - pt + i
+                    ih = oh * sh - pt + i * dh
                     if ih < 0 or ih >= h:
                         continue
                     for j in range(kw):
-                        iw = ow * sw - pl + j
+                        iw = ow * sw - pl + j * dw
                         if iw < 0 or iw >= w:
                             continue
                         base = (i * kw + j) * c
@@ -156,7 +158,7 @@ def _columns(workspace, x, m, k, geom, build=True):
     """The GEMM operand holding x's windows: (M, K), a transposed view for C == 1.
 
     build=False returns the operand a forward already left in the workspace."""
-    kh, kw, sh, sw, pt, pl, ho, wo = geom
+    kh, kw, sh, sw, pt, pl, ho, wo, dh, dw = geom
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
         return x.reshape(m, k)
     if x.shape[3] == 1:
@@ -171,19 +173,22 @@ def _columns(workspace, x, m, k, geom, build=True):
 
 
 def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
-                   activation="linear"):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x.shape, w.shape, strides, padding)
+                   activation="linear", dilation_rate=(1, 1)):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
+        x.shape, w.shape, strides, padding, dilation_rate)
     m, k = n * ho * wo, kh * kw * c
     y2 = y.reshape(m, f)
-    col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo))
+    col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw))
     gemm(y2, col, w.reshape(k, f))
     act = ACT_CODES[activation]
     if b is not None or act != 0:
         _bias_act(y2, b, act)
 
 
-def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(dx.shape, w.shape, strides, padding)
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
+                         dilation_rate=(1, 1)):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
+        dx.shape, w.shape, strides, padding, dilation_rate)
     m, k = n * ho * wo, kh * kw * c
     dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
@@ -191,15 +196,16 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
         return
     dcol = _col_view(workspace, m, k)
     gemm(dcol, dy2, w2.T)
-    _col2im(dx, dcol, kh, kw, sh, sw, pt, pl, ho, wo)
+    _col2im(dx, dcol, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw)
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x.shape, dw.shape, strides, padding)
+                           columns_ready=False, dilation_rate=(1, 1)):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, rh, rw = conv_plan(
+        x.shape, dw.shape, strides, padding, dilation_rate)
     m, k = n * ho * wo, kh * kw * c
     dy2 = dy.reshape(m, f)
-    geom = (kh, kw, sh, sw, pt, pl, ho, wo)
+    geom = (kh, kw, sh, sw, pt, pl, ho, wo, rh, rw)
     col = _columns(workspace, x, m, k, geom, build=not columns_ready)
     gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
     if db is not None:

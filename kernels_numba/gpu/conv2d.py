@@ -19,14 +19,14 @@ from kernels_numba.ops.conv2d import conv_plan
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 F32_4D = "float32[:, :, :, ::1]"
-GEOM = ", ".join(["int64"] * 8)  # kh, kw, sh, sw, pt, pl, ho, wo
+GEOM = ", ".join(["int64"] * 10)  # kh, kw, sh, sw, pt, pl, ho, wo, dh, dw
 MAX_THREADS = 65536 * 256  # grid-stride loops cover anything larger
 
 
 # kernels
 
 @kernel(f"void({F32_2D}, {F32_4D}, {GEOM})")
-def _im2col_kernel(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
+def _im2col_kernel(col, x, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
     # Consecutive threads walk a column row (kh, kw, c): reads of x are contiguous in c.
     h = x.shape[1]
     w = x.shape[2]
@@ -42,8 +42,8 @@ def _im2col_kernel(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
         b = m // (ho * wo)
         r = m - b * (ho * wo)
         oh = r // wo
-        ih = oh * sh - pt + i
-        iw = (r - oh * wo) * sw - pl + j
+        ih = oh * sh - pt + i * dh
+        iw = (r - oh * wo) * sw - pl + j * dw
         v = float32(0.0)
         if ih >= 0 and ih < h and iw >= 0 and iw < w and b < x.shape[0]:
             v = x[b, ih, iw, ch]
@@ -51,7 +51,7 @@ def _im2col_kernel(col, x, kh, kw, sh, sw, pt, pl, ho, wo):
 
 
 @kernel(f"void({F32_4D}, {F32_2D}, {GEOM})")
-def _col2im_kernel(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
+def _col2im_kernel(dx, col, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
     # One thread per dx element sums the column entries that read it (overwrites dx).
     h = dx.shape[1]
     w = dx.shape[2]
@@ -66,10 +66,10 @@ def _col2im_kernel(dx, col, kh, kw, sh, sw, pt, pl, ho, wo):
         b = p // h
         s = float32(0.0)
         for i in range(kh):
-            t = ih + pt - i
+            t = ih + pt - i * dh
             if t >= 0 and t % sh == 0 and t // sh < ho:
                 for j in range(kw):
-                    u = iw + pl - j
+                    u = iw + pl - j * dw
                     if u >= 0 and u % sw == 0 and u // sw < wo:
                         m = (b * ho + t // sh) * wo + u // sw
                         if m < col.shape[0]:
@@ -83,10 +83,11 @@ def _grid(n):
     return grid_1d(min(max(n, 1), MAX_THREADS))
 
 
-def _geometry(x_shape, w_shape, strides, padding):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl = conv_plan(x_shape, w_shape, strides, padding)
+def _geometry(x_shape, w_shape, strides, padding, dilation_rate):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
+        x_shape, w_shape, strides, padding, dilation_rate)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == 0 and pl == 0
-    return n * ho * wo, kh * kw * c, f, (kh, kw, sh, sw, pt, pl, ho, wo), pointwise
+    return n * ho * wo, kh * kw * c, f, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw), pointwise
 
 
 def _im2col(workspace, x, m, k, geom):
@@ -97,16 +98,17 @@ def _im2col(workspace, x, m, k, geom):
 
 
 def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
-                   activation="linear"):
-    m, k, f, geom, pointwise = _geometry(x.shape, w.shape, strides, padding)
+                   activation="linear", dilation_rate=(1, 1)):
+    m, k, f, geom, pointwise = _geometry(x.shape, w.shape, strides, padding, dilation_rate)
     if m == 0:
         return
     col = x.reshape(m, k) if pointwise else _im2col(workspace, x, m, k, geom)
     gemm(y.reshape(m, f), col, w.reshape(k, f), b, act=KIND_CODES[activation])
 
 
-def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
-    m, k, f, geom, pointwise = _geometry(dx.shape, w.shape, strides, padding)
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
+                         dilation_rate=(1, 1)):
+    m, k, f, geom, pointwise = _geometry(dx.shape, w.shape, strides, padding, dilation_rate)
     if m == 0:
         return
     dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
@@ -120,8 +122,8 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False):
-    m, k, f, geom, pointwise = _geometry(x.shape, dw.shape, strides, padding)
+                           columns_ready=False, dilation_rate=(1, 1)):
+    m, k, f, geom, pointwise = _geometry(x.shape, dw.shape, strides, padding, dilation_rate)
     if m == 0:
         return
     if pointwise:

@@ -7,33 +7,46 @@ from kernels_numba.ops import (  # noqa: F401
     activation,
     conv1d,
     conv2d,
+    conv_transpose,
     dense,
+    depthwise,
     embedding,
     dropout,
     elementwise,
     loss,
+    layernorm,
     merge,
+    noise,
     normalization,
     optim,
+    permute,
     pool2d,
     recurrent,
     reduction,
+    resample,
 )
 from kernels_numba.ops.activation import *  # noqa: F401,F403
 from kernels_numba.ops.conv1d import *  # noqa: F401,F403
 from kernels_numba.ops.conv2d import *  # noqa: F401,F403
+from kernels_numba.ops.conv_transpose import *  # noqa: F401,F403
+from kernels_numba.ops.depthwise import *  # noqa: F401,F403
 from kernels_numba.ops.dense import *  # noqa: F401,F403
 from kernels_numba.ops.dropout import *  # noqa: F401,F403
 from kernels_numba.ops.elementwise import *  # noqa: F401,F403
 from kernels_numba.ops.embedding import *  # noqa: F401,F403
+from kernels_numba.ops.layernorm import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
 from kernels_numba.ops.merge import *  # noqa: F401,F403
+from kernels_numba.ops.noise import *  # noqa: F401,F403
 from kernels_numba.ops.normalization import *  # noqa: F401,F403
 from kernels_numba.ops.optim import *  # noqa: F401,F403
+from kernels_numba.ops.permute import *  # noqa: F401,F403
 from kernels_numba.ops.pool2d import *  # noqa: F401,F403
 from kernels_numba.ops.recurrent import *  # noqa: F401,F403
 from kernels_numba.ops.reduction import *  # noqa: F401,F403
+from kernels_numba.ops.resample import *  # noqa: F401,F403
 
 FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
             "dropout", "loss", "reduction", "optim", "recurrent",
-            "embedding", "conv1d", "merge")
+            "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
+            "conv_transpose", "noise", "permute")

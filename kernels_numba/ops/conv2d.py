@@ -3,7 +3,8 @@
 Shapes: x (N, H, W, C) NHWC; w (KH, KW, C, F) HWIO; b (F,); y (N, Ho, Wo, F).
 Padding "valid" or "same" (TensorFlow's asymmetric same: out = ceil(in / stride),
 pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total // 2, the
-rest after). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
+rest after). `dilation_rate` (dh, dw) spaces the kernel taps: a KH x KW kernel spans
+dh*(KH-1)+1 rows and dw*(KW-1)+1 columns (Keras's atrous convolution). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
 `workspace` (sized by `conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column
 matrix, then the CUDA backward-filter's deterministic reduction scratch (dw's split-K
 partials, then db's row-block partials).
@@ -27,8 +28,11 @@ PADDINGS = ("valid", "same")
 ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
 
 
-def pad_1d(size, k, stride, padding):
-    """(out, pad_before) along one axis; out == 0 when a "valid" window does not fit."""
+def pad_1d(size, k, stride, padding, dilation=1):
+    """(out, pad_before) along one axis; out == 0 when a "valid" window does not fit.
+
+    A dilated window of k taps spans dilation*(k-1)+1 positions."""
+    k = dilation * (k - 1) + 1
     if padding == "same":
         out = -(-size // stride)
         total = max((out - 1) * stride + k - size, 0)
@@ -49,23 +53,25 @@ def normalize_pair(op, name, value):
     return _check.positive_int(op, name, a), _check.positive_int(op, name, b)
 
 
-def window_geometry(op, x_shape, window, strides, padding, what):
+def window_geometry(op, x_shape, window, strides, padding, what, dilation=(1, 1)):
     """(Ho, Wo, pad_top, pad_left) for a (KH, KW) window over x (N, H, W, C).
 
     `what` names the window in errors, e.g. "kernel w.shape=(3, 3, 1, 8)".
     """
     _check.choice(op, "padding", padding, PADDINGS)
     sh, sw = normalize_pair(op, "strides", strides)
+    dh, dw = normalize_pair(op, "dilation_rate", dilation)
     kh, kw = window
-    ho, pt = pad_1d(x_shape[1], kh, sh, padding)
-    wo, pl = pad_1d(x_shape[2], kw, sw, padding)
+    ho, pt = pad_1d(x_shape[1], kh, sh, padding, dh)
+    wo, pl = pad_1d(x_shape[2], kw, sw, padding, dw)
     if ho == 0 or wo == 0:
-        raise ValueError(f"{op}: {what} is larger than the input x.shape={tuple(x_shape)} "
-                         f"with padding={padding!r}")
+        dilated = "" if (dh, dw) == (1, 1) else f" dilated by {(dh, dw)}"
+        raise ValueError(f"{op}: {what}{dilated} is larger than the input "
+                         f"x.shape={tuple(x_shape)} with padding={padding!r}")
     return ho, wo, pt, pl
 
 
-def _geometry(op, x_shape, w_shape, strides, padding):
+def _geometry(op, x_shape, w_shape, strides, padding, dilation_rate=(1, 1)):
     x_shape, w_shape = tuple(x_shape), tuple(w_shape)
     if len(x_shape) != 4:
         raise ValueError(f"{op}: expected x with 4 dimensions (N, H, W, C); "
@@ -77,36 +83,41 @@ def _geometry(op, x_shape, w_shape, strides, padding):
         raise ValueError(f"{op}: expected w.shape == (?, ?, {x_shape[3]}, ?) to match the "
                          f"{x_shape[3]} input channels of x.shape={x_shape}; received {w_shape}")
     ho, wo, _, _ = window_geometry(op, x_shape, w_shape[:2], strides, padding,
-                                   f"kernel w.shape={w_shape}")
+                                   f"kernel w.shape={w_shape}", dilation_rate)
     return ho, wo
 
 
-def conv2d_output_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
+def conv2d_output_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid",
+                        dilation_rate=(1, 1)):
     """(N, Ho, Wo, F) for x_shape (N, H, W, C) and w_shape (KH, KW, C, F).
 
     Raises:
         ValueError: bad padding or strides, channel mismatch, or a kernel larger than
             the (padded) input.
     """
-    ho, wo = _geometry("conv2d_output_shape", x_shape, w_shape, strides, padding)
+    ho, wo = _geometry("conv2d_output_shape", x_shape, w_shape, strides, padding,
+                       dilation_rate)
     return (x_shape[0], ho, wo, w_shape[3])
 
 
-def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid"):
+def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid",
+                           dilation_rate=(1, 1)):
     """(S,): the 1-D float32 scratch all three conv2d ops need.
 
     S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C) + max(dw's split-K partials
     (splits*K*F, ops.dense.matmul_workspace_shape), db's row-block partials).
     """
-    ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding)
+    ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding,
+                       dilation_rate)
     k = w_shape[0] * w_shape[1] * w_shape[2]
     m, f = x_shape[0] * ho * wo, w_shape[3]
     scratch = max(matmul_workspace_shape(k, f, m)[0], batch_sum_workspace_shape((m, f))[0])
     return (m * k + scratch,)
 
 
-def _check_workspace(op, workspace, x_shape, w_shape, strides, padding):
-    (need,) = conv2d_workspace_shape(x_shape, w_shape, strides=strides, padding=padding)
+def _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate):
+    (need,) = conv2d_workspace_shape(x_shape, w_shape, strides=strides, padding=padding,
+                                     dilation_rate=dilation_rate)
     got = _check.array(op, "workspace", workspace, ndim=1)
     if got[0] < need:
         raise ValueError(f"{op}: expected workspace.shape == ({need},) (or larger, from "
@@ -114,7 +125,7 @@ def _check_workspace(op, workspace, x_shape, w_shape, strides, padding):
 
 
 def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
-                   activation="linear"):
+                   activation="linear", dilation_rate=(1, 1)):
     """y = activation(conv2d(x, w) + b).
 
     Args:
@@ -126,21 +137,24 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
         strides: (sh, sw) positive ints.
         padding: "valid" or "same".
         activation: "linear", "relu", "sigmoid" or "tanh" (fused epilogue).
+        dilation_rate: (dh, dw) positive ints.
     """
     op = "conv2d_forward"
     x_shape = _check.array(op, "x", x, ndim=4)
     w_shape = _check.array(op, "w", w, ndim=4)
     _check.choice(op, "activation", activation, ACTIVATIONS)
-    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate)
     _check.array(op, "y", y, shape=out)
     if b is not None:
         _check.array(op, "b", b, shape=(w_shape[3],))
-    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate)
     fn = impl(op, FAMILY, y=y, x=x, w=w, b=b, workspace=workspace)
-    fn(y, x, w, b, workspace, strides=strides, padding=padding, activation=activation)
+    fn(y, x, w, b, workspace, strides=strides, padding=padding, activation=activation,
+       dilation_rate=dilation_rate)
 
 
-def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid"):
+def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
+                         dilation_rate=(1, 1)):
     """dx = d(conv2d(x, w)) / dx applied to dy (overwritten).
 
     Args:
@@ -152,15 +166,15 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
     op = "conv2d_backward_data"
     x_shape = _check.array(op, "dx", dx, ndim=4)
     w_shape = _check.array(op, "w", w, ndim=4)
-    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate)
     _check.array(op, "dy", dy, shape=out)
-    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate)
     fn = impl(op, FAMILY, dx=dx, dy=dy, w=w, workspace=workspace)
-    fn(dx, dy, w, workspace, strides=strides, padding=padding)
+    fn(dx, dy, w, workspace, strides=strides, padding=padding, dilation_rate=dilation_rate)
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False):
+                           columns_ready=False, dilation_rate=(1, 1)):
     """dw += d/dw, db += d/db of conv2d applied to dy (both accumulate).
 
     conv2d_forward leaves the column matrix of x in the workspace; pass
@@ -177,30 +191,33 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     op = "conv2d_backward_filter"
     x_shape = _check.array(op, "x", x, ndim=4)
     w_shape = _check.array(op, "dw", dw, ndim=4)
-    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding)
+    out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate)
     _check.array(op, "dy", dy, shape=out)
     if db is not None:
         _check.array(op, "db", db, shape=(w_shape[3],))
-    _check_workspace(op, workspace, x_shape, w_shape, strides, padding)
+    _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate)
     fn = impl(op, FAMILY, dw=dw, db=db, dy=dy, x=x, workspace=workspace)
     if not isinstance(columns_ready, bool):
         raise TypeError(f"{op}: expected columns_ready to be a bool; received "
                         f"{type(columns_ready).__name__}")
-    fn(dw, db, dy, x, workspace, strides=strides, padding=padding, columns_ready=columns_ready)
+    fn(dw, db, dy, x, workspace, strides=strides, padding=padding, columns_ready=columns_ready,
+       dilation_rate=dilation_rate)
 
 
-def conv2d_output_shape_for(op, x_shape, w_shape, strides, padding):
+def conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate=(1, 1)):
     """conv2d_output_shape with errors naming `op`."""
-    ho, wo = _geometry(op, x_shape, w_shape, strides, padding)
+    ho, wo = _geometry(op, x_shape, w_shape, strides, padding, dilation_rate)
     return (x_shape[0], ho, wo, w_shape[3])
 
 
-def conv_plan(x_shape, w_shape, strides, padding):
-    """Validated geometry for the twins: (N, H, W, C, KH, KW, F, sh, sw, Ho, Wo, pt, pl)."""
+def conv_plan(x_shape, w_shape, strides, padding, dilation_rate=(1, 1)):
+    """Validated geometry for the twins:
+    (N, H, W, C, KH, KW, F, sh, sw, Ho, Wo, pt, pl, dh, dw)."""
     n, h, wd, c = x_shape
     kh, kw, _, f = w_shape
     sh, sw = normalize_pair("conv2d", "strides", strides)
-    ho, pt = pad_1d(h, kh, sh, padding)
-    wo, pl = pad_1d(wd, kw, sw, padding)
-    return n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl
+    dh, dw = normalize_pair("conv2d", "dilation_rate", dilation_rate)
+    ho, pt = pad_1d(h, kh, sh, padding, dh)
+    wo, pl = pad_1d(wd, kw, sw, padding, dw)
+    return n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw
 

@@ -1,0 +1,64 @@
+"""CPU twins of kernels_numba.ops.noise (validated arguments only), on the RNG of
+kernels_numba.cpu.dropout (shared with the CUDA kernels)."""
+
+import numba
+import numpy as np
+
+from kernels_numba.cpu.dropout import _hash_uniform
+
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_MINUS_TWO = np.float32(-2.0)
+_TWO_PI = np.float32(2.0 * np.pi)
+
+
+@numba.njit(cache=True)
+def normal(key, i):
+    """Box-Muller on the uniforms of 2i and 2i+1; 1 - u is in (0, 1], so log is finite."""
+    u1 = _ONE - _hash_uniform(key, 2 * i)
+    u2 = _hash_uniform(key, 2 * i + 1)
+    return np.sqrt(_MINUS_TWO * np.log(u1)) * np.cos(_TWO_PI * u2)
+
+
+@numba.njit(parallel=True, cache=True)
+def _gaussian_fill(out, mean, stddev, key):
+    for i in numba.prange(out.size):
+        out[i] = mean + stddev * normal(key, i)
+
+
+@numba.njit(cache=True)
+def _dropout_mask(mask, rate, keep_scale, key):
+    for i in range(mask.size):
+        mask[i] = keep_scale if _hash_uniform(key, i) >= rate else _ZERO
+
+
+@numba.njit(parallel=True, cache=True)
+def _channel_scale(y, x, mask):
+    n, s, c = x.shape
+    for r in numba.prange(n * s):
+        b = r // s
+        p = r - b * s
+        for ch in range(c):
+            y[b, p, ch] = x[b, p, ch] * mask[b, ch]
+
+
+# launchers
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def _nsc(a):
+    return a.reshape(a.shape[0], a.size // max(a.shape[0] * a.shape[-1], 1), a.shape[-1])
+
+
+def gaussian_fill(out, mean, stddev, key):
+    _gaussian_fill(_flat(out), mean, stddev, key)
+
+
+def dropout_mask(mask, rate, keep_scale, key):
+    _dropout_mask(_flat(mask), rate, keep_scale, key)
+
+
+def channel_scale(y, x, mask):
+    _channel_scale(_nsc(y), _nsc(x), mask)
