@@ -13,6 +13,23 @@ if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null &
    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1)) ||
     echo "note: dataset-fashion-mnist could not be installed; its tests will skip"
 fi
+# MPI for the data-parallel tests (tests/kerasish/test_distribute.py skip without it):
+# Open MPI from Debian, then the `mpi` extra (mpi4py). Idempotent; a note when not root,
+# without apt-get, or offline.
+if ! command -v mpirun >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    (apt-get install -y -q openmpi-bin libopenmpi-dev >/dev/null 2>&1 ||
+     (apt-get update -q >/dev/null 2>&1 &&
+      apt-get install -y -q openmpi-bin libopenmpi-dev >/dev/null 2>&1)) ||
+      echo "note: Open MPI could not be installed; the MPI tests will skip"
+  else
+    echo "note: no mpirun and no root apt-get to install Open MPI; the MPI tests will skip"
+  fi
+fi
+if command -v mpirun >/dev/null && ! "$PY" -c "import mpi4py" >/dev/null 2>&1; then
+  "$PY" -m pip install -q -e '.[mpi]' >/dev/null 2>&1 ||
+    echo "note: mpi4py could not be installed (offline?); the MPI tests will skip"
+fi
 
 export NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0 NUMBA_CUDA_WARN_ON_IMPLICIT_COPY=0
 status=0

@@ -70,6 +70,8 @@ class BackupAndRestore(Callback):
             metadata (not JSON, a negative epoch, ...), naming the file.
     """
 
+    chief_only = True  # under kerasish.distribute: runs on rank 0 only
+
     def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False,
                  delete_checkpoint=True):
         super().__init__()

@@ -59,6 +59,10 @@ class CallbackList(Callback):
         if self._progbar is None and add_progbar:
             self._progbar = ProgbarLogger()
             self.callbacks.append(self._progbar)
+        dist = getattr(model, "_distribution", None)  # hook: only rank 0 prints and writes
+        if dist is not None and not dist.is_chief:
+            self.callbacks = [cb for cb in self.callbacks if not getattr(cb, "chief_only", False)]
+            self._progbar = None
         self.set_model(model)
         self.set_params(params)
 

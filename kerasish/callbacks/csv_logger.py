@@ -32,6 +32,8 @@ class CSVLogger(Callback):
         append: append to an existing file (the header is written only if it is empty).
     """
 
+    chief_only = True  # under kerasish.distribute: runs on rank 0 only
+
     def __init__(self, filename, separator=",", append=False):
         super().__init__()
         self.sep = separator

@@ -17,6 +17,8 @@ class ProgbarLogger(Callback):
             interactive (the end-of-epoch line is always printed).
     """
 
+    chief_only = True  # under kerasish.distribute: runs on rank 0 only
+
     def __init__(self, plain_interval=30.0):
         super().__init__()
         self.plain_interval = plain_interval
