@@ -125,7 +125,7 @@ class Trainer:
                 tracker.build(self.device)
         self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
         parameters.pack(self)
-        self.optimizer.build(self._trainable_variables)
+        parameters.attach_optimizer(self)
 
     # -- data checks and plans ---------------------------------------------------------
 
@@ -169,7 +169,7 @@ class Trainer:
         if ex is None:
             if mode == TRAIN:
                 parameters.pack(self)
-                self.optimizer.build(self._trainable_variables)
+                parameters.attach_optimizer(self)
             ex = Executor(self, batch_size, mode, signature=signature)
         self._executors[key] = ex
         while len(self._executors) > _MAX_PLANS:

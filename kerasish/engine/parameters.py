@@ -38,8 +38,9 @@ def pack(model):
     n_train = sum(sizes[:len(trainable)])
     block = kernels_numba.zeros((max(sum(sizes), 1),), np.float32, device)
     grads = kernels_numba.zeros((max(n_train, 1),), np.float32, device)
-    offset = 0
+    offset, offsets = 0, {}
     for k, (var, size) in enumerate(zip(trainable + frozen, sizes)):
+        offsets[id(var)] = offset
         count = int(np.prod(var.shape, dtype=np.int64))
         view = block[offset:offset + count].reshape(var.shape)
         ops.copy(view, var.value)
@@ -49,4 +50,16 @@ def pack(model):
         offset += size
     model._parameter_block, model._gradient_block = block, grads
     model._trainable_size = n_train
+    model._parameter_offsets = offsets
     model._packed = signature
+    model._executors.clear()  # plans hold views of the old buffers (traced weight reads)
+
+
+def attach_optimizer(model):
+    """Build the optimizer's slots and lay them out like the gradient block: one
+    update launch per step for every trainable variable."""
+    trainable = model._trainable_variables
+    model.optimizer.build(trainable)
+    if trainable and getattr(model, "_packed", None):
+        model.optimizer.use_blocks(trainable, model._parameter_block[:model._trainable_size],
+                                   model._gradient_block, model._parameter_offsets)

@@ -6,6 +6,7 @@ the gradient, so a training step needs no separate zeroing launch.
 
 import numpy as np
 
+import kernels_numba
 from kerasish.optimizers import schedules
 from kerasish.variables import Variable
 
@@ -117,13 +118,37 @@ class Optimizer:
             out.extend(self._slots[id(var)].values())
         return out
 
+    def use_blocks(self, variables, params, grads, offsets):
+        """Slots as views into one block per slot, laid out like the parameter block
+        (engine/parameters.py), so one update launch covers every variable: `params`
+        and `grads` are the flat trainable prefix and the gradient block, `offsets`
+        {id(var): start}. Slot values built so far are kept."""
+        size = grads.shape[0]
+        blocks = {}
+        for slot in self.SLOTS:
+            host = np.full((size,), self._slot_initial_value(slot), np.float32)
+            block = blocks[slot] = kernels_numba.to_device(host, grads_device(grads))
+            for var in variables:
+                start, count = offsets[id(var)], int(np.prod(var.shape, dtype=np.int64))
+                slot_var = self._slots[id(var)][slot]
+                view = block[start:start + count].reshape(var.shape)
+                kernels_numba.ops.copy(view, slot_var.value)
+                slot_var.value = view
+        self._flat = (_Flat(params, grads), {k: _Flat(b) for k, b in blocks.items()},
+                      frozenset(id(v) for v in variables))
+
     def apply(self, variables):
-        """One update of every trainable variable from its `.grad`; zeroes the gradients."""
+        """One update of every trainable variable from its `.grad`; zeroes the gradients.
+        One launch over the blocks when they cover exactly these variables."""
         lr = self.learning_rate
         step = self.iterations + 1
-        for var in variables:
-            if var.trainable:
-                self._update(var, self._slots[id(var)], lr, step)
+        flat = getattr(self, "_flat", None)
+        if flat is not None and flat[2] == frozenset(id(v) for v in variables if v.trainable):
+            self._update(flat[0], flat[1], lr, step)
+        else:
+            for var in variables:
+                if var.trainable:
+                    self._update(var, self._slots[id(var)], lr, step)
         self._iterations.assign(step)
 
     def _update(self, var, slots, lr, step):
@@ -170,3 +195,14 @@ def _check_lr(opt, value):
     if not value >= 0:
         raise ValueError(f"{type(opt).__name__}: expected learning_rate >= 0; received {value}")
     return value
+
+
+class _Flat:
+    """A whole block in the place of a Variable (`.value`, `.grad`) for one update."""
+
+    def __init__(self, value, grad=None):
+        self.value, self.grad = value, grad
+
+
+def grads_device(buf):
+    return kernels_numba.device_of(buf)

@@ -128,6 +128,7 @@ def test_training_guide_multi_input_multi_output_model():
 
 
 def test_structured_data_model_with_several_inputs():
+    keras.utils.set_random_seed(0)  # initial weights, dropout and shuffling
     names = ["age", "trestbps", "chol", "thalach", "oldpeak", "slope", "ca"]
     rng = np.random.default_rng(0)
     data = {name: rng.normal(size=(96, 1)).astype("float32") for name in names}
