@@ -2,19 +2,24 @@
 
 from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
 from kerasish.layers.conv1d import Conv1D, UpSampling1D
+from kerasish.layers.conv_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
 from kerasish.layers.convolutional import Conv2D
 from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Rescaling, Reshape
 from kerasish.layers.embedding import Embedding, Masking
 from kerasish.layers.input_layer import Input, InputLayer
 from kerasish.layers.layer import Layer
+from kerasish.layers.layer_norm import LayerNormalization, Normalization
 from kerasish.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply,
                                      Subtract, add, average, concatenate, maximum, minimum,
                                      multiply, subtract)
+from kerasish.layers.noise import GaussianDropout, GaussianNoise, SpatialDropout2D
 from kerasish.layers.normalization import BatchNormalization
 from kerasish.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
 from kerasish.layers.pooling1d import (AveragePooling1D, GlobalAveragePooling1D,
                                        GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D)
 from kerasish.layers.recurrent import GRU, LSTM, SimpleRNN
+from kerasish.layers.reshaping import (Cropping2D, Identity, Permute, RepeatVector,
+                                       UpSampling2D, ZeroPadding2D)
 from kerasish.layers.wrappers import Bidirectional, TimeDistributed
 
 Convolution2D = Conv2D
@@ -27,11 +32,16 @@ AvgPool1D = AveragePooling1D
 GlobalMaxPool1D = GlobalMaxPooling1D
 GlobalAvgPool1D = GlobalAveragePooling1D
 GlobalMaxPool2D = GlobalMaxPooling2D
+Convolution2DTranspose = Conv2DTranspose
+SeparableConvolution2D = SeparableConv2D
+IMAGE_LAYERS = (LayerNormalization, Normalization, UpSampling2D, ZeroPadding2D, Cropping2D,
+                Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SpatialDropout2D,
+                GaussianNoise, GaussianDropout, Permute, RepeatVector, Identity)
 SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
                    Conv1D, UpSampling1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
                    GlobalAveragePooling1D, GlobalMaxPooling2D)
 
-BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + (
+BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + IMAGE_LAYERS + (
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
     Rescaling, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)}
@@ -77,4 +87,7 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate",
            "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "Bidirectional",
            "TimeDistributed", "Conv1D", "UpSampling1D", "MaxPooling1D", "AveragePooling1D",
-           "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D"]
+           "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
+           "LayerNormalization", "Normalization", "UpSampling2D", "ZeroPadding2D", "Cropping2D",
+           "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D", "SpatialDropout2D",
+           "GaussianNoise", "GaussianDropout", "Permute", "RepeatVector", "Identity"]

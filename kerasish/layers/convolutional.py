@@ -26,6 +26,16 @@ def normalize_tuple(value, n, name, layer):
     return tuple(int(v) for v in value)
 
 
+def check_dilation(value, strides, layer):
+    """dilation_rate as a pair; strides > 1 together with dilation > 1 refused (as Keras)."""
+    dilation = normalize_tuple(value, 2, "dilation_rate", layer)
+    if max(dilation) > 1 and max(strides) > 1:
+        raise ValueError(f"{layer}: `strides > 1` not supported in conjunction with "
+                         f"`dilation_rate > 1`; received strides={strides}, "
+                         f"dilation_rate={dilation}")
+    return dilation
+
+
 def normalize_padding(value, layer):
     padding = str(value).lower()
     if padding not in ("valid", "same"):
@@ -46,14 +56,13 @@ class Conv2D(Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"Conv2D: only data_format='channels_last' is supported; "
                              f"received {data_format!r}")
-        if normalize_tuple(dilation_rate, 2, "dilation_rate", "Conv2D") != (1, 1) \
-                or isinstance(groups, bool) or groups != 1:
-            raise ValueError(f"Conv2D: dilation_rate != 1 and groups != 1 are not supported; "
-                             f"expected dilation_rate=(1, 1), groups=1; received "
-                             f"dilation_rate={dilation_rate!r}, groups={groups!r}")
+        if isinstance(groups, bool) or groups != 1:
+            raise ValueError(f"Conv2D: groups != 1 is not supported; expected groups=1; "
+                             f"received groups={groups!r}")
         self.filters = int(filters)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", "Conv2D")
         self.strides = normalize_tuple(strides, 2, "strides", "Conv2D")
+        self.dilation_rate = check_dilation(dilation_rate, self.strides, "Conv2D")
         self.padding = normalize_padding(padding, "Conv2D")
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -68,6 +77,10 @@ class Conv2D(Layer):
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) \
             if self.use_bias else None
 
+    def _geometry(self):
+        return {"strides": self.strides, "padding": self.padding,
+                "dilation_rate": self.dilation_rate}
+
     def _w_shape(self, input_shape):
         return (*self.kernel_size, input_shape[-1], self.filters)
 
@@ -77,15 +90,14 @@ class Conv2D(Layer):
                              f"received shape {tuple(input_shape)}")
         try:
             out = ops.conv2d_output_shape((1, *input_shape[1:]), self._w_shape(input_shape),
-                                          strides=self.strides, padding=self.padding)
+                                          **self._geometry())
         except ValueError as exc:
             raise ValueError(f"Conv2D {self.name}: {exc}") from None
         return (input_shape[0], *out[1:])
 
     def scratch_shapes(self, batch_size):
         ws = ops.conv2d_workspace_shape((batch_size, *self.input_shape[1:]),
-                                        self._w_shape(self.input_shape),
-                                        strides=self.strides, padding=self.padding)
+                                        self._w_shape(self.input_shape), **self._geometry())
         scratch = {"workspace": ((int(np.prod(ws, dtype=np.int64)),), np.float32)}
         if self.activation not in activations.FUSABLE:
             scratch["z"] = ((batch_size, *self.output_shape[1:]), np.float32)
@@ -97,7 +109,7 @@ class Conv2D(Layer):
         if ws is None or ws[0] is not self.scratch["workspace"]:
             shape = ops.conv2d_workspace_shape((n, *self.input_shape[1:]),
                                                self._w_shape(self.input_shape),
-                                               strides=self.strides, padding=self.padding)
+                                               **self._geometry())
             flat = self.scratch["workspace"]
             view = flat[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
             ws = self._workspaces[n] = (flat, view)
@@ -108,7 +120,7 @@ class Conv2D(Layer):
         ws = self._workspace(x.shape[0])
         # The forward's im2col columns stay in the workspace for backward-filter.
         self._columns_ready = bool(training)
-        kw = {"strides": self.strides, "padding": self.padding}
+        kw = self._geometry()
         if self.activation in activations.FUSABLE:
             ops.conv2d_forward(y, x, self.kernel.value, b, ws, activation=self.activation, **kw)
         else:
@@ -124,7 +136,7 @@ class Conv2D(Layer):
             ops.activation_backward(dy, dy, z, y, kind=self.activation,
                                     alpha=activations.alpha(self.activation))
         ws = self._workspace(n)
-        kw = {"strides": self.strides, "padding": self.padding}
+        kw = self._geometry()
         if self.trainable:
             ops.conv2d_backward_filter(self.kernel.grad, self.bias.grad if self.use_bias else None,
                                        dy, x, ws, columns_ready=self._columns_ready, **kw)
@@ -137,7 +149,8 @@ class Conv2D(Layer):
         config.update({
             "filters": self.filters, "kernel_size": list(self.kernel_size),
             "strides": list(self.strides), "padding": self.padding,
-            "data_format": "channels_last", "dilation_rate": [1, 1], "groups": 1,
+            "data_format": "channels_last", "dilation_rate": list(self.dilation_rate),
+            "groups": 1,
             "activation": self.activation, "use_bias": self.use_bias,
             "kernel_initializer": _init_config(self.kernel_initializer),
             "bias_initializer": _init_config(self.bias_initializer),

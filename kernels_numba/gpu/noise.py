@@ -60,7 +60,8 @@ def _flat(a):
 
 
 def _nsc(a):
-    return a.reshape(a.shape[0], a.size // max(a.shape[0] * a.shape[-1], 1), a.shape[-1])
+    n, c = a.shape[0], a.shape[a.ndim - 1]  # (the simulator's shapes reject index -1)
+    return a.reshape(n, a.size // max(n * c, 1), c)
 
 
 def gaussian_fill(out, mean, stddev, key):
