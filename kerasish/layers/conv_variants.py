@@ -35,11 +35,23 @@ def _rows(a):
     return a.reshape((a.size // a.shape[a.ndim - 1], a.shape[a.ndim - 1]))
 
 
+# Keras's per-kernel regularizer/constraint keys of the depthwise layers: taken at None
+# (configs written by Keras carry them), refused otherwise (not supported).
+_OFF_WHEN_NONE = ("depthwise_regularizer", "pointwise_regularizer", "depthwise_constraint",
+                  "pointwise_constraint")
+
+
 class _ConvBase(Layer):
     """Arguments every variant shares, and the activation around the linear part."""
 
     def __init__(self, kind, kernel_size, strides, padding, data_format, dilation_rate,
                  activation, use_bias, bias_initializer, **kwargs):
+        for key in _OFF_WHEN_NONE:
+            if key in kwargs and kwargs[key] is None:
+                del kwargs[key]
+            elif key in kwargs:
+                raise ValueError(f"{kind}: {key} is not supported; expected {key}=None; "
+                                 f"received {key}={kwargs[key]!r}")
         super().__init__(**kwargs)
         _channels_last(kind, data_format)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", kind)

@@ -36,6 +36,13 @@ def trailing_axes(layer, axis, rank, allow_empty=False):
     return pos
 
 
+def _keep_scalar(var, shape):
+    """Give a shape-() weight a shape-() buffer view (Variable stores 0-d values as (1,)),
+    so it matches Keras's scalar weights in files."""
+    if shape == () and var.shape == (1,):
+        var.value = var.value.reshape(())
+
+
 def _rows(a, c):
     return a.reshape((a.size // c, c))
 
@@ -139,6 +146,8 @@ class Normalization(Layer):
             self.mean = self.add_weight("mean", shape, "zeros", trainable=False)
             self.variance = self.add_weight("variance", shape, "ones", trainable=False)
             self.count = self.add_weight("count", (), "zeros", trainable=False)
+            for var, want in ((self.mean, shape), (self.variance, shape), (self.count, ())):
+                _keep_scalar(var, want)
         else:
             try:
                 mean = np.broadcast_to(self.init_mean, shape).astype(np.float32)
@@ -168,10 +177,10 @@ class Normalization(Layer):
         full = np.concatenate([b.astype(np.float64).reshape((-1, *b.shape[1:]))
                                for b in batches])
         reduce = tuple(range(full.ndim - kept))
-        count = np.prod([full.shape[a] for a in reduce])
+        # count stays as Keras 3.15 leaves it after adapt(array): 0 (it is not read).
         for var, value in ((self.mean, full.mean(axis=reduce)),
-                           (self.variance, full.var(axis=reduce)), (self.count, count)):
-            var.assign(np.reshape(value, var.shape))  # a scalar weight's buffer is (1,)
+                           (self.variance, full.var(axis=reduce))):
+            var.assign(np.reshape(value, var.shape))
 
     def _stats(self):
         if self._constants is not None:

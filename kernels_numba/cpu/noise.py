@@ -1,6 +1,8 @@
 """CPU twins of kernels_numba.ops.noise (validated arguments only), on the RNG of
 kernels_numba.cpu.dropout (shared with the CUDA kernels)."""
 
+import math
+
 import numba
 import numpy as np
 
@@ -9,7 +11,25 @@ from kernels_numba.cpu.dropout import _hash_uniform
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _MINUS_TWO = np.float32(-2.0)
+_HALF = np.float32(0.5)
 _TWO_PI = np.float32(2.0 * np.pi)
+# cos's Taylor coefficients (-1)^k / (2k)!, k = 0..9: below 1e-8 of truncation on [-pi, pi].
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9 = (
+    np.float32((-1) ** k / math.factorial(2 * k)) for k in range(10))
+
+
+def cos_2pi(u):
+    """cos(2 pi u) for u in [0, 1), as a float32 polynomial of x = 2 pi (u - 1/2) in
+    [-pi, pi) (cos(2 pi u) = -cos(x)). Why not cosf: its large-argument reduction is
+    float64 code in CUDA's libdevice. Shared with the CUDA kernels (a device function)."""
+    x = (u - _HALF) * _TWO_PI
+    x2 = x * x
+    p = ((((((((_C9 * x2 + _C8) * x2 + _C7) * x2 + _C6) * x2 + _C5) * x2 + _C4) * x2 + _C3)
+          * x2 + _C2) * x2 + _C1) * x2 + _C0
+    return -p
+
+
+_cos_2pi = numba.njit(cache=True)(cos_2pi)
 
 
 @numba.njit(cache=True)
@@ -17,7 +37,7 @@ def normal(key, i):
     """Box-Muller on the uniforms of 2i and 2i+1; 1 - u is in (0, 1], so log is finite."""
     u1 = _ONE - _hash_uniform(key, 2 * i)
     u2 = _hash_uniform(key, 2 * i + 1)
-    return np.sqrt(_MINUS_TWO * np.log(u1)) * np.cos(_TWO_PI * u2)
+    return np.sqrt(_MINUS_TWO * np.log(u1)) * _cos_2pi(u2)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -7,6 +7,7 @@ from numba import float32
 
 from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.cpu import dropout as _rng
+from kernels_numba.cpu import noise as _cpu
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
@@ -14,13 +15,14 @@ F32_3D = "float32[:, :, ::1]"
 _MAX_THREADS = 65536 * 256
 
 _hash_uniform = device_function(_rng.hash_uniform, inline="always")
+_cos_2pi = device_function(_cpu.cos_2pi, inline="always")
 
 
 @device_function
 def _normal(key, i):
     u1 = float32(1.0) - _hash_uniform(key, 2 * i)
     u2 = _hash_uniform(key, 2 * i + 1)
-    return math.sqrt(float32(-2.0) * math.log(u1)) * math.cos(float32(6.2831855) * u2)
+    return math.sqrt(float32(-2.0) * math.log(u1)) * _cos_2pi(u2)
 
 
 # kernels
