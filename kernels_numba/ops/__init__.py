@@ -5,6 +5,7 @@ Every family module defines __all__; all of them are re-exported here, so
 """
 from kernels_numba.ops import (  # noqa: F401
     activation,
+    broadcast,
     conv1d,
     conv2d,
     conv_transpose,
@@ -13,6 +14,7 @@ from kernels_numba.ops import (  # noqa: F401
     embedding,
     dropout,
     elementwise,
+    layout,
     loss,
     layernorm,
     merge,
@@ -22,10 +24,13 @@ from kernels_numba.ops import (  # noqa: F401
     permute,
     pool2d,
     recurrent,
+    reduce,
     reduction,
     resample,
+    unary,
 )
 from kernels_numba.ops.activation import *  # noqa: F401,F403
+from kernels_numba.ops.broadcast import *  # noqa: F401,F403
 from kernels_numba.ops.conv1d import *  # noqa: F401,F403
 from kernels_numba.ops.conv2d import *  # noqa: F401,F403
 from kernels_numba.ops.conv_transpose import *  # noqa: F401,F403
@@ -34,6 +39,7 @@ from kernels_numba.ops.dense import *  # noqa: F401,F403
 from kernels_numba.ops.dropout import *  # noqa: F401,F403
 from kernels_numba.ops.elementwise import *  # noqa: F401,F403
 from kernels_numba.ops.embedding import *  # noqa: F401,F403
+from kernels_numba.ops.layout import *  # noqa: F401,F403
 from kernels_numba.ops.layernorm import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
 from kernels_numba.ops.merge import *  # noqa: F401,F403
@@ -43,10 +49,12 @@ from kernels_numba.ops.optim import *  # noqa: F401,F403
 from kernels_numba.ops.permute import *  # noqa: F401,F403
 from kernels_numba.ops.pool2d import *  # noqa: F401,F403
 from kernels_numba.ops.recurrent import *  # noqa: F401,F403
+from kernels_numba.ops.reduce import *  # noqa: F401,F403
 from kernels_numba.ops.reduction import *  # noqa: F401,F403
+from kernels_numba.ops.unary import *  # noqa: F401,F403
 from kernels_numba.ops.resample import *  # noqa: F401,F403
 
 FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
             "dropout", "loss", "reduction", "optim", "recurrent",
             "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
-            "conv_transpose", "noise", "permute")
+            "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout")
