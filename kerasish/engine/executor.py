@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 import kernels_numba
+from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import FOREVER, Storage, batched, elements, plan_storage
 from kernels_numba import ops
 
@@ -162,9 +163,9 @@ class Plan:
 class Executor:
     """Buffers and step functions for one model, one batch size and one mode."""
 
-    def __init__(self, model, batch_size, mode, allocate=True, signature=None):
+    def __init__(self, model, batch_size, mode, allocate=True, signature=None, weighted=False):
         self.model, self.mode, self.batch_size = model, mode, int(batch_size)
-        self.device, self.signature = model.device, signature
+        self.device, self.signature, self.weighted = model.device, signature, weighted
         self._allocate = allocate  # False: only the size table (summary)
         self.plan = Plan(model, self.batch_size, mode, signature)
         if allocate:  # the size table first: refuse before allocating anything
@@ -198,6 +199,7 @@ class Executor:
         self.input_slots = [[self._alloc("inputs", f"input {i}", (b, *g.shapes[t][1:]),
                                          np.float32) for i, t in enumerate(g.input_ids)]]
         self.target_slots, self.per_row, self.loss_scratch, self.output_rows = [[]], [], [], []
+        self.weight_slots = []  # per-row sample weights per output (a weighted plan)
         for i, t in enumerate(g.output_ids):
             shape = g.shapes[t]
             rows = b * int(np.prod(shape[1:-1], dtype=np.int64))
@@ -207,7 +209,10 @@ class Executor:
                 self.target_slots[0].append(None)
                 self.per_row.append(None)
                 self.loss_scratch.append({})
+                self.weight_slots.append(None)
                 continue
+            self.weight_slots.append(self._alloc("targets", f"sample weights {i}", (rows,),
+                                                 np.float32) if self.weighted else None)
             target = ((rows,), np.int32) if loss.sparse else ((rows, shape[-1]), np.float32)
             self.target_slots[0].append(self._alloc("targets", f"target {i}", *target))
             self.per_row.append(self._alloc("losses", f"loss {i}", (rows,), np.float32))
@@ -265,13 +270,17 @@ class Executor:
             self._feeder = DeviceFeeder(self)
         return self._feeder
 
-    def load(self, s, xs, ys=None):
+    def load(self, s, xs, ys=None, ws=None):
         for dst, x in zip(s.inputs, xs):
             kernels_numba.copy_from_host(dst, x)
         if ys is not None:
             for dst, y in zip(s.targets, ys):
                 if dst is not None and y is not None:
                     kernels_numba.copy_from_host(dst, np.reshape(y, dst.shape))
+        for dst, w in zip(s.sample_weights, ws or ()):
+            if dst is not None:
+                kernels_numba.copy_from_host(dst, np.broadcast_to(
+                    np.reshape(w, (len(w), -1)), (len(w), dst.size // len(w))).reshape(dst.shape))
 
     def _begin(self, x, y):
         """Views for this batch, its input on the device: a Staged batch (feeder) only
@@ -281,9 +290,12 @@ class Executor:
             x.wait()
             return s
         xs = list(x) if isinstance(x, (list, tuple)) else [x]
+        ws = None
+        if isinstance(y, WeightedTargets):
+            y, ws = y.targets, y.weights
         ys = None if y is None else (list(y) if isinstance(y, (list, tuple)) else [y])
         s = self.step(len(xs[0]))
-        self.load(s, xs, ys)
+        self.load(s, xs, ys, ws)
         return s
 
     @staticmethod
@@ -330,9 +342,12 @@ class Executor:
         try:
             self.forward(s, True)
             self._loss_and_metrics(s)
-            for loss, y_pred, y_true, _, scratch, scale, dy_pred in s.losses:
+            for k, (loss, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
                 if dy_pred is not None:
                     loss.backward(dy_pred, y_pred, y_true, scale, scratch)
+                    weights = s.sample_weights[s.loss_outputs[k]]
+                    if weights is not None:
+                        ops.scale_rows(dy_pred, weights)
             self.backward(s)
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
@@ -361,6 +376,9 @@ class Executor:
         model = self.model
         for i, (loss, y_pred, y_true, per_row, scratch, _, _) in enumerate(s.losses):
             loss.forward(per_row, y_pred, y_true, scratch)
+            weights = s.sample_weights[s.loss_outputs[i]]
+            if weights is not None:  # Keras: sum(w * loss) / rows
+                ops.multiply(per_row, per_row, weights)
             model._loss_trackers[s.loss_outputs[i]].update_from_losses(per_row, len(per_row))
         for i, metrics in enumerate(model._output_metrics):
             if metrics:
@@ -393,8 +411,11 @@ class Step:
                                      self._mask(call.mask_in), self._mask(call.mask_out),
                                      call.shapes))
         self.losses, self.loss_outputs, self.targets = [], [], []
+        self.sample_weights = []
         if ex.mode == PREDICT:
             return
+        self.sample_weights = [None if w is None else _rows_view(w, r)
+                               for w, r in zip(ex.weight_slots, self.n_rows)]
         targets = ex.target_slots[slot]
         self.targets = [None if tgt is None else _rows_view(tgt, r)
                         for tgt, r in zip(targets, self.n_rows)]

@@ -39,7 +39,8 @@ def epoch_batches(model, loader, what, mode):
     gets from `model._executor(loader.batch_size, mode)` (cached)."""
     host = model._batches(loader, what)
     if not ASYNC_INPUT or model.device != kernels_numba.CUDA or not model.built or \
-            not isinstance(loader, DataLoader) or not model._single_io():
+            not isinstance(loader, DataLoader) or not model._single_io() or \
+            getattr(loader, "weighted_outputs", 0):
         return host
     return model._executor(loader.batch_size, mode).feeder().feed(host)
 

@@ -9,6 +9,64 @@ Everything here turns those into plain lists in the model's order, checked.
 import numpy as np
 
 
+class WeightedTargets:
+    """A batch's targets with their per-sample weights (one array per output or None)."""
+
+    __slots__ = ("targets", "weights")
+
+    def __init__(self, targets, weights):
+        self.targets, self.weights = targets, weights
+
+
+def sample_weights(ys, losses, sample_weight, class_weight, names, what):
+    """Per-output float32 sample weights (None: unweighted), Keras 3's rules: one array
+    for every output, a list or a dict by output name; class_weight {class: weight}
+    from the labels (single-output models); both given multiply."""
+    n = len(ys)
+    if sample_weight is None and class_weight is None:
+        return None
+    if sample_weight is not None and class_weight is not None:
+        raise ValueError(f"{what}: You cannot `class_weight` and `sample_weight` at the same "
+                         f"time (as Keras 3); fold the class weights into sample_weight")
+    if sample_weight is None:
+        per = [None] * n
+    elif isinstance(sample_weight, dict) or isinstance(sample_weight, (list, tuple)) and n > 1:
+        per = by_name(sample_weight, names, what, "sample weight")
+    else:
+        per = [sample_weight] * n
+    out = []
+    for y, loss, w in zip(ys, losses, per):
+        if loss is None or y is None:
+            out.append(None)
+            continue
+        w = np.ones(len(y), np.float32) if w is None else np.asarray(w, np.float32)
+        if w.ndim == 0 or len(w) != len(y) or not np.all(np.isfinite(w)):
+            raise ValueError(f"{what}: sample_weight must be finite, one value per sample "
+                             f"({len(y)}); received shape {np.shape(w)}")
+        if class_weight is not None:
+            w = w * _class_weights(y, loss, class_weight, what).reshape(
+                (len(y),) + (1,) * (w.ndim - 1))
+        out.append(w)
+    return out
+
+
+def _class_weights(y, loss, class_weight, what):
+    if not isinstance(class_weight, dict) or not class_weight:
+        raise ValueError(f"{what}: class_weight must be a dict {{class index: weight}}; "
+                         f"received {class_weight!r:.100}")
+    y = np.asarray(y)
+    if loss.sparse:
+        labels = y.reshape(len(y), -1)[:, 0]
+    elif y.ndim >= 2 and y.shape[-1] > 1:
+        labels = y.reshape(len(y), -1, y.shape[-1])[:, 0].argmax(-1)
+    else:
+        labels = np.round(y.reshape(len(y), -1)[:, 0])
+    table = np.ones(int(max(max(class_weight), labels.max())) + 1, np.float32)
+    for k, v in class_weight.items():
+        table[int(k)] = float(v)
+    return table[labels.astype(np.int64)]
+
+
 def per_output(spec, names, what, default=None):
     """`spec` as one entry per output name (a single value applies to every output)."""
     n = len(names)

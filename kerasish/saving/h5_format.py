@@ -267,11 +267,17 @@ def write_native_weights(f, model_name, layers, optimizer=None):
 
 def _write_layers(root, layers):
     keys = native_layer_keys([entry[0] for entry in layers])
-    for key, (_, name, arrays, children) in zip(keys, layers):
-        group = root.create_group(key)
-        if children is not None:
-            _write_layers(group.create_group("layers"), children)
-        _write_vars(group, name, arrays)
+    for key, entry in zip(keys, layers):
+        _write_entry(root.create_group(key), entry)
+
+
+def _write_entry(group, entry):
+    _, name, arrays, children, groups = (tuple(entry) + (None,))[:5]
+    if children is not None:
+        _write_layers(group.create_group("layers"), children)
+    for key, sub in (groups or {}).items():  # Keras 3's cell / forward_layer / layer
+        _write_entry(group.create_group(key), sub)
+    _write_vars(group, name, arrays)
 
 
 def _read_vars(group, source):
@@ -312,19 +318,26 @@ _MAX_NESTING = 32  # nested models in a native weights file
 
 
 def _read_layers(root, source, depth):
-    """{key: (name or None, [DatasetRef], children or None)} for a `layers` group."""
+    """{key: (name or None, [DatasetRef], children or None, {group: entry})} for a
+    `layers` group (children: a nested model's layers; groups: named sub-objects)."""
     if depth > _MAX_NESTING:
         raise ValueError(f"Cannot load {source}: models nested more than {_MAX_NESTING} "
                          f"deep under '{root.name}'")
-    layers = {}
-    for key in root.keys():
-        entry = h5_safety.get_group(root, key, source)
-        name, arrays = _read_vars(h5_safety.get_group(entry, "vars", source), source) \
-            if "vars" in entry else (None, [])
-        children = _read_layers(h5_safety.get_group(entry, "layers", source), source,
-                                depth + 1) if "layers" in entry else None
-        layers[key] = (name, arrays, children)
-    return layers
+    return {key: _read_entry(h5_safety.get_group(root, key, source), source, depth)
+            for key in root.keys()}
+
+
+def _read_entry(entry, source, depth):
+    if depth > _MAX_NESTING:
+        raise ValueError(f"Cannot load {source}: groups nested more than {_MAX_NESTING} "
+                         f"deep under '{entry.name}'")
+    name, arrays = _read_vars(h5_safety.get_group(entry, "vars", source), source) \
+        if "vars" in entry else (None, [])
+    children = _read_layers(h5_safety.get_group(entry, "layers", source), source,
+                            depth + 1) if "layers" in entry else None
+    groups = {k: _read_entry(h5_safety.get_group(entry, k, source), source, depth + 1)
+              for k in entry.keys() if k not in ("vars", "layers")}
+    return (name, arrays, children, groups)
 
 
 # -- kerasish-only extra state ---------------------------------------------------------

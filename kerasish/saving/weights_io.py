@@ -26,17 +26,41 @@ def legacy_layers(model):
 
 
 def native_layers(model):
-    """[(class_name, layer_name, [array], children)] for `h5_format.write_native_weights`;
-    a nested model has no arrays of its own and its layers as children (Keras 3's
-    `layers/<model>/layers/...` groups)."""
-    out = []
-    for layer in model.layers:
-        if getattr(layer, "_is_graph_model", False):
-            out.append((type(layer).__name__, layer.name, [], native_layers(layer)))
-        else:
-            out.append((type(layer).__name__, layer.name,
-                        [np.asarray(w.numpy()) for w in legacy_weights(layer)], None))
-    return out
+    """[(class_name, layer_name, [array], children, subgroups)] for
+    `h5_format.write_native_weights`: a nested model has no arrays of its own and its
+    layers as children (Keras 3's `layers/<model>/layers/...`); recurrent layers and
+    wrappers keep their weights in named subgroups, as Keras 3 does (`cell`,
+    `forward_layer`/`backward_layer`, `layer`)."""
+    return [_host(entry) for entry in _native_entries(model)]
+
+
+def _native_entries(model):
+    return [(type(layer).__name__, layer.name, [], _native_entries(layer), None)
+            if getattr(layer, "_is_graph_model", False) else native_entry(layer)
+            for layer in model.layers]
+
+
+def native_entry(layer):
+    """(class, name, [Variable], None, {group: entry} or None) for one layer."""
+    from kerasish.layers import recurrent, wrappers
+
+    cls = type(layer).__name__
+    if isinstance(layer, recurrent._RNN):
+        return (cls, layer.name, [], None,
+                {"cell": (f"{cls}Cell", layer.CELL, legacy_weights(layer), None, None)})
+    if isinstance(layer, wrappers.Bidirectional):
+        return (cls, layer.name, [], None, {"forward_layer": native_entry(layer.forward_layer),
+                                            "backward_layer": native_entry(layer.backward_layer)})
+    if isinstance(layer, wrappers.TimeDistributed):
+        return (cls, layer.name, [], None, {"layer": native_entry(layer.layer)})
+    return (cls, layer.name, legacy_weights(layer), None, None)
+
+
+def _host(entry):
+    cls, name, variables, children, groups = entry
+    return (cls, name, [np.asarray(v.numpy()) for v in variables],
+            None if children is None else [_host(c) for c in children],
+            None if groups is None else {k: _host(g) for k, g in groups.items()})
 
 
 def _opt_value(var):
@@ -154,20 +178,36 @@ def _native_pairs(model, saved, prefix, source, skip_mismatch, by_name):
         elif key not in saved and not legacy_weights(layer):
             continue
         used.add(key)
-        _, arrays, children = saved.get(key, (None, [], None))
+        _, arrays, children, groups = saved.get(key, (None, [], None, None))
         if getattr(layer, "_is_graph_model", False) and children is not None:
             pairs += _native_pairs(layer, children, f"{prefix}/{key}/layers", source,
                                    skip_mismatch, by_name)
             continue
+        expected = native_entry(layer)
+        if expected[4] is not None and groups and not arrays:  # Keras 3's subgroups
+            arrays = _group_arrays(expected[4], groups, f"{prefix}/{key}", source)
         values = [(f"{prefix}/{key}/vars/{i}", a) for i, a in enumerate(arrays)]
         pairs += _check_layer(layer, f"{prefix}/{key}", values, source, f"layer #{k}",
                               skip_mismatch, count_skips=True)
-    extra = [key for key, (_, arrays, children) in saved.items()
-             if (arrays or children) and key not in used]
+    extra = [key for key, (_, arrays, children, groups) in saved.items()
+             if (arrays or children or groups) and key not in used]
     if extra and not by_name:
         _skip_or_raise(f"{source} has weights for layers {extra} under '{prefix}' that the "
                        f"model does not have (the model's layers are {keys})", skip_mismatch)
     return pairs
+
+
+def _group_arrays(expected, groups, where, source):
+    """The arrays of a layer stored in Keras 3's named subgroups, in weight order."""
+    out = []
+    for key, (_, _, variables, _, inner) in expected.items():
+        if key not in groups:
+            raise ValueError(f"Cannot load {source}: '{where}' has no '{key}' group (found "
+                             f"{sorted(groups)})")
+        _, arrays, _, found = groups[key]
+        out += _group_arrays(inner, found or {}, f"{where}/{key}", source) if inner \
+            else list(arrays)
+    return out
 
 
 def restore_optimizer(model, saved, source):

@@ -26,6 +26,17 @@ def axpy(y, x, alpha):
     _axpy(y.reshape(-1), x.reshape(-1), alpha)
 
 
+@numba.njit(cache=True)
+def _scale_rows(y, w):
+    for r in range(y.shape[0]):
+        for c in range(y.shape[1]):
+            y[r, c] *= w[r]
+
+
+def scale_rows(y, w):
+    _scale_rows(y, w)
+
+
 def cast_f32_to_f16(y, x):
     np.copyto(y, x, casting="unsafe")
 

@@ -44,6 +44,15 @@ def _cast_f16_to_f32_kernel(y, x):
         y[i] = x[i]
 
 
+@kernel("void(float32[:, ::1], float32[::1])")
+def _scale_rows_kernel(y, w):
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    cols = y.shape[1]
+    for i in range(start, y.shape[0] * cols, stride):
+        r = i // cols
+        y[r, i - r * cols] *= w[r]
+
+
 # launchers
 
 def _flat(a):
@@ -57,6 +66,11 @@ def _launch_flat(k, y, *args):
 
 def fill(y, value):
     _launch_flat(_fill_kernel, y, y.dtype.type(value))
+
+
+def scale_rows(y, w):
+    grid, block = grid_1d(min(y.size, 65536 * 256))
+    launch(_scale_rows_kernel, grid, block, y, w)
 
 
 def copy(y, x):

@@ -11,7 +11,8 @@ import numpy as np
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
-__all__ = ["fill", "copy", "scale", "axpy", "cast_f32_to_f16", "cast_f16_to_f32"]
+__all__ = ["fill", "copy", "scale", "axpy", "scale_rows", "cast_f32_to_f16",
+           "cast_f16_to_f32"]
 FAMILY = "elementwise"
 
 
@@ -40,6 +41,13 @@ def axpy(y, x, alpha):
     shape = _check.array("axpy", "x", x)
     _check.array("axpy", "y", y, shape=shape)
     impl("axpy", FAMILY, y=y, x=x)(y, x, np.float32(alpha))
+
+
+def scale_rows(y, w):
+    """y[r, :] *= w[r] (per-sample loss weights).  y: (R, C) float32; w: (R,) float32."""
+    shape = _check.array("scale_rows", "y", y, ndim=2)
+    _check.array("scale_rows", "w", w, shape=(shape[0],))
+    impl("scale_rows", FAMILY, y=y, w=w)(y, w)
 
 
 def cast_f32_to_f16(y, x):

@@ -66,3 +66,17 @@ def test_nan_in_nan_out(device):
     back = on(device, np.zeros(4, np.float32))
     ops.cast_f16_to_f32(back, h)
     np.testing.assert_array_equal(np.isnan(host(back)), nan)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (7, 1)])
+def test_scale_rows(device, shape):
+    rng = np.random.default_rng(3)
+    y0 = rng.normal(size=shape).astype(np.float32)
+    w = rng.normal(size=shape[0]).astype(np.float32)
+    w[0] = np.nan
+    y = on(device, y0)
+    ops.scale_rows(y, on(device, w))
+    expected = y0.astype(np.float64) * w.astype(np.float64)[:, None]
+    np.testing.assert_allclose(host(y), expected, rtol=1e-6, equal_nan=True)
+    with pytest.raises(ValueError, match="scale_rows"):
+        ops.scale_rows(on(device, y0), on(device, np.ones(shape[0] + 1, np.float32)))

@@ -1,0 +1,166 @@
+"""compile and what it sets up: per-output losses, loss weights and metrics, their
+trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 names)."""
+
+
+from kerasish import losses as klosses
+from kerasish import metrics as kmetrics
+from kerasish import optimizers as koptimizers
+from kerasish.engine import parameters, structure
+
+
+class CompileState:
+    """Mixin of Model (through Trainer): compile and the logs."""
+
+    # -- compile ----------------------------------------------------------------------
+
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+                weighted_metrics=None, run_eagerly=False, steps_per_execution=1,
+                jit_compile="auto", auto_scale_loss=True):
+        """Configure training: optimizer, loss(es) and metrics (Keras names and objects);
+        for several outputs a list (one per output) or a dict by output name."""
+        if weighted_metrics is not None:
+            raise ValueError("compile: weighted_metrics is not supported yet")
+        self.optimizer = koptimizers.get(optimizer)
+        self._loss_spec, self._loss_weights_spec = loss, loss_weights
+        self.loss = loss if loss is None or _per_output(loss) else klosses.get(loss)
+        self._metric_spec = metrics
+        if isinstance(metrics, str) or isinstance(metrics, (list, tuple)) and \
+                not any(isinstance(m, (list, tuple, dict)) for m in metrics):
+            kmetrics.check_names(metrics)  # unknown names fail at compile, as in Keras
+        self._metrics = []
+        self._executors.clear()
+        self._compile_config = {
+            "loss": _serialize_losses(loss),
+            "loss_weights": loss_weights,
+            "metrics": _serialize_metrics(metrics),
+            "weighted_metrics": None, "run_eagerly": False, "steps_per_execution": 1,
+            "jit_compile": False,
+        }
+        self.compiled = True
+        from kerasish.distribute import current_strategy  # hook: compiled in strategy.scope()
+
+        strategy = current_strategy()
+        if strategy is not None:
+            strategy.attach(self)
+        if self.built:
+            self._build_training_state()
+
+    def _require_compiled(self, what):
+        if not self.compiled or self.loss is None:
+            raise ValueError(f"You must call `compile()` with a loss before calling "
+                             f"`{what}()` on model '{self.name}'.")
+
+    def _build_training_state(self):
+        """Per-output losses and metrics, trackers, the parameter blocks and the
+        optimizer's slots, on the model's device."""
+        if self._loss_spec is None:
+            return
+        names = self.output_names
+        shapes = [tuple(t.shape) for t in self.outputs]
+        if _per_output(self._loss_spec):
+            self._output_losses = [None if spec is None else klosses.get(spec) for spec in
+                                   structure.per_output(self._loss_spec, names, "loss")]
+        else:  # one loss for every output: the compiled object first, a copy for the rest
+            self._output_losses = [self.loss] + [klosses.get(self._loss_spec)
+                                                 for _ in names[1:]]
+        if all(loss is None for loss in self._output_losses):
+            raise ValueError(f"compile: model '{self.name}' has no loss for any output")
+        weights = structure.per_output(self._loss_weights_spec, names, "loss_weights", 1.0)
+        self._loss_weights = [1.0 if w is None else float(w) for w in weights]
+        self._output_metrics = []
+        specs = structure.metrics_per_output(self._metric_spec, names)
+        for loss, shape, spec in zip(self._output_losses, shapes, specs):
+            if loss is None:
+                if spec:
+                    raise ValueError("compile: metrics for an output without a loss are "
+                                     "not supported (its targets are not read)")
+                self._output_metrics.append([])
+                continue
+            loss.check_output(shape)
+            metrics = [kmetrics.resolve(n, shape, loss.sparse) for n in
+                       kmetrics.check_names(spec)]
+            for metric in metrics:
+                if getattr(metric, "sparse", loss.sparse) != loss.sparse:
+                    needs = "integer labels" if metric.sparse else "one-hot targets"
+                    raise ValueError(f"metric '{metric.name}' needs {needs}, but loss "
+                                     f"'{loss.name}' uses the other kind of labels")
+                metric.build(self.device)
+            self._output_metrics.append(metrics)
+        self._metrics = [m for ms in self._output_metrics for m in ms]
+        single = len(names) == 1
+        self._loss_trackers = [
+            None if loss is None else kmetrics.LossMean("loss" if single else f"{n}_loss")
+            for loss, n in zip(self._output_losses, names)]
+        for tracker in self._loss_trackers:
+            if tracker is not None:
+                tracker.build(self.device)
+        self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
+        parameters.pack(self)
+        parameters.attach_optimizer(self)
+
+
+    def _reset_metrics(self):
+        for tracker in self._loss_trackers:
+            if tracker is not None:
+                tracker.reset()
+        for metric in self._metrics:
+            metric.reset()
+
+    def _read_logs(self, _reduced=False):
+        """One output: loss, then its metrics. Several: loss (the weighted sum), then
+        `<output>_loss` and `<output>_<metric>` in sorted order, as Keras 3 logs them."""
+        dist = getattr(self, "_distribution", None)  # hook: the sums and counts of all ranks
+        if dist is not None and not _reduced:
+            return dist.reduce_logs(lambda: self._read_logs(_reduced=True))
+        if len(self._output_losses) == 1:
+            logs = {"loss": self._loss_tracker.result()}
+            for metric in self._metrics:
+                logs[metric.name] = metric.result()
+            return logs
+        names, rest, total = self.output_names, {}, 0.0
+        for name, tracker, weight, metrics in zip(names, self._loss_trackers,
+                                                  self._loss_weights, self._output_metrics):
+            if tracker is not None:
+                rest[tracker.name] = value = tracker.result()
+                total += weight * value
+            for metric in metrics:
+                rest[f"{name}_{metric.name}"] = metric.result()
+        return {"loss": total, **dict(sorted(rest.items()))}
+
+    def _log_values(self, logs):
+        """evaluate's list: loss first, then the other logs in order."""
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    @property
+    def metrics_names(self):
+        if not self.compiled or not self._loss_trackers:
+            return []
+        return list(self._read_logs())
+
+
+def _per_output(spec):
+    """A list, or a dict by output name (a {"class_name": ...} dict is one loss)."""
+    return isinstance(spec, (list, tuple)) or isinstance(spec, dict) and \
+        "class_name" not in spec
+
+
+def _serialize_losses(loss):
+    if isinstance(loss, (str, type(None))):
+        return loss
+    if isinstance(loss, (list, tuple)):
+        return [_serialize_losses(x) for x in loss]
+    if _per_output(loss):
+        return {k: _serialize_losses(v) for k, v in loss.items()}
+    return klosses.serialize(klosses.get(loss))
+
+
+def _serialize_metrics(metrics):
+    if metrics is None:
+        return None
+    if isinstance(metrics, dict) and "class_name" not in metrics:  # by output name
+        return {k: _serialize_metrics(v) for k, v in metrics.items()}
+    if isinstance(metrics, (list, tuple)):
+        return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
+                else kmetrics.serialize(kmetrics.check_names([m])[0]) for m in metrics] or None
+    return [kmetrics.serialize(kmetrics.check_names([metrics])[0])]
