@@ -23,6 +23,7 @@ from kerasish import (  # noqa: E402,F401
 )
 from kerasish.layers import Input  # noqa: E402,F401
 from kerasish.models import Model, Sequential  # noqa: E402,F401
+from kerasish import ops  # noqa: E402,F401 - keras.ops (after models: ops nodes are layers)
 
 
 def __getattr__(name):
