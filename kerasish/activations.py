@@ -11,7 +11,12 @@ import numpy as np
 
 from kernels_numba import ops
 
-ALL = ("linear", "relu", "sigmoid", "tanh", "softmax", "leaky_relu", "elu", "gelu", "softplus")
+ALL = ("linear", "relu", "sigmoid", "tanh", "softmax", "leaky_relu", "elu", "gelu", "softplus",
+       "silu", "selu", "relu6", "hard_sigmoid", "hard_silu", "mish", "exponential", "softsign",
+       "log_softmax")
+# Keras 3's aliases: get("swish") is silu, get("hard_swish") is hard_silu (and they
+# serialize under the canonical name, as in Keras).
+ALIASES = {"swish": "silu", "hard_swish": "hard_silu"}
 # Activations dense/conv kernels can fuse into their epilogue.
 FUSABLE = ("linear", "relu", "sigmoid", "tanh")
 # Default alpha per kind (Keras: leaky_relu negative_slope=0.2, elu alpha=1.0).
@@ -22,13 +27,24 @@ def get(identifier):
     """Canonical activation name from None, a name, or a function with a Keras name."""
     if identifier is None:
         return "linear"
-    if callable(identifier) and hasattr(identifier, "__name__"):
-        identifier = identifier.__name__
+    if isinstance(identifier, dict):  # a serialized function: {"class_name": "function", ...}
+        identifier = identifier.get("config", identifier.get("class_name"))
+    if callable(identifier):
+        name = getattr(identifier, "__name__", None)
+        name = ALIASES.get(name, name)
+        if name not in ALL:
+            raise ValueError(
+                f"Unsupported activation: {identifier!r} is not one of Keras's named "
+                f"activations ({sorted(ALL + tuple(ALIASES))}); arbitrary callables as "
+                "activation= are not supported yet (they will run through kerasish.ops)")
+        return name
     if isinstance(identifier, str):
         name = identifier.lower()
+        name = ALIASES.get(name, name)
         if name in ALL:
             return name
-    raise ValueError(f"Unknown activation: {identifier!r}. Valid activations: {list(ALL)}")
+    raise ValueError(f"Unknown activation: {identifier!r}. Valid activations: "
+                     f"{sorted(ALL + tuple(ALIASES))}")
 
 
 def serialize(name):
@@ -50,7 +66,8 @@ def _function(name):
         return y
 
     apply.__name__ = apply.__qualname__ = name
-    apply.__doc__ = f"Keras's {name} activation of a NumPy array, in float32 (softmax: last axis)."
+    apply.__doc__ = (f"Keras's {name} activation of a NumPy array, in float32 "
+                     "(softmax, log_softmax: last axis).")
     return apply
 
 
@@ -63,3 +80,14 @@ leaky_relu = _function("leaky_relu")
 elu = _function("elu")
 gelu = _function("gelu")
 softplus = _function("softplus")
+silu = _function("silu")
+swish = silu
+selu = _function("selu")
+relu6 = _function("relu6")
+hard_sigmoid = _function("hard_sigmoid")
+hard_silu = _function("hard_silu")
+hard_swish = hard_silu
+mish = _function("mish")
+exponential = _function("exponential")
+softsign = _function("softsign")
+log_softmax = _function("log_softmax")

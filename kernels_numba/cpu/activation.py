@@ -24,6 +24,14 @@ LEAKY_RELU = KIND_CODES["leaky_relu"]
 ELU = KIND_CODES["elu"]
 GELU = KIND_CODES["gelu"]
 SOFTPLUS = KIND_CODES["softplus"]
+SILU = KIND_CODES["silu"]
+SELU = KIND_CODES["selu"]
+RELU6 = KIND_CODES["relu6"]
+HARD_SIGMOID = KIND_CODES["hard_sigmoid"]
+HARD_SILU = KIND_CODES["hard_silu"]
+MISH = KIND_CODES["mish"]
+EXPONENTIAL = KIND_CODES["exponential"]
+SOFTSIGN = KIND_CODES["softsign"]
 
 # float32 constants keep the loops in single precision (and vectorisable).
 _ZERO = np.float32(0.0)
@@ -31,6 +39,12 @@ _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
 _RSQRT2 = np.float32(0.7071067811865476)  # 1/sqrt(2)
 _RSQRT2PI = np.float32(0.3989422804014327)  # 1/sqrt(2*pi)
+_THREE = np.float32(3.0)
+_SIX = np.float32(6.0)
+_SIXTH = np.float32(1.0 / 6.0)
+# torch.nn.functional.selu's constants (Keras 3's torch backend calls it).
+SELU_ALPHA = np.float32(1.6732632423543772848170429916717)
+SELU_SCALE = np.float32(1.0507009873554804934193349852946)
 
 
 @numba.njit(cache=True)
@@ -40,6 +54,17 @@ def _sigmoid(v):
         return _ONE / (_ONE + math.exp(-v))
     e = math.exp(v)
     return e / (_ONE + e)
+
+
+@numba.njit(cache=True)
+def _softplus(v):
+    return max(v, _ZERO) + math.log1p(math.exp(-abs(v)))
+
+
+@numba.njit(cache=True)
+def _relu6(v):
+    # Comparisons a NaN fails: it reaches the last branch and passes through.
+    return _ZERO if v <= _ZERO else (_SIX if v >= _SIX else v)
 
 
 @numba.njit(cache=True)
@@ -59,7 +84,31 @@ def act_forward_scalar(v, code, alpha):
         return _HALF * v * (_ONE + math.erf(v * _RSQRT2))
     if code == SOFTPLUS:
         return max(v, _ZERO) + math.log1p(math.exp(-abs(v)))
+    if code == SILU:
+        return v * _sigmoid(v)
+    if code == SELU:
+        return SELU_SCALE * (v if v > _ZERO else SELU_ALPHA * math.expm1(v))
+    if code == RELU6:
+        return _relu6(v)
+    if code == HARD_SIGMOID:
+        return _relu6(v + _THREE) * _SIXTH
+    if code == HARD_SILU:
+        return v * (_relu6(v + _THREE) * _SIXTH)
+    if code == MISH:
+        return v * math.tanh(_softplus(v))
+    if code == EXPONENTIAL:
+        return math.exp(v)
+    if code == SOFTSIGN:
+        return v / (abs(v) + _ONE)
     return v
+
+
+@numba.njit(cache=True)
+def _window(g, v, lo, hi):
+    """g inside (lo, hi), 0 outside, NaN for a NaN v (v - v)."""
+    if v > lo and v < hi:
+        return g
+    return _ZERO if (v <= lo or v >= hi) else v - v
 
 
 @numba.njit(cache=True)
@@ -80,6 +129,27 @@ def act_backward_scalar(g, s, code, alpha):
         return g * (cdf + s * _RSQRT2PI * math.exp(-_HALF * s * s))
     if code == SOFTPLUS:
         return g * _sigmoid(s)
+    if code == SILU:
+        sig = _sigmoid(s)
+        return g * (sig * (_ONE + s * (_ONE - sig)))
+    if code == SELU:
+        return g * SELU_SCALE if s > _ZERO else g * (SELU_SCALE * SELU_ALPHA * math.exp(s))
+    if code == RELU6:
+        return _window(g, s, _ZERO, _SIX)
+    if code == HARD_SIGMOID:
+        return _window(g * _SIXTH, s, -_THREE, _THREE)
+    if code == HARD_SILU:  # x * (x + 3) / 6 inside, x above: torch's hardswish gradient
+        if s >= _THREE:
+            return g
+        return _window(g * ((s + s + _THREE) * _SIXTH), s, -_THREE, _THREE)
+    if code == MISH:
+        t = math.tanh(_softplus(s))
+        return g * (t + s * _sigmoid(s) * (_ONE - t * t))
+    if code == EXPONENTIAL:
+        return g * math.exp(s)
+    if code == SOFTSIGN:
+        d = _ONE + abs(s)
+        return g / (d * d)
     return g
 
 
@@ -150,6 +220,41 @@ def _softmax_backward_row(dx, dy, y):
 
 
 @numba.njit(cache=True)
+def _log_softmax_row(y, x):
+    n = x.size
+    m = x[0]
+    for j in range(1, n):
+        m = max(m, x[j])
+    total = _ZERO
+    for j in range(n):
+        total += math.exp(x[j] - m)
+    lse = m + math.log(total)  # a NaN in the row reaches the sum, so every y is NaN
+    for j in range(n):
+        y[j] = x[j] - lse
+
+
+@numba.njit(cache=True)
+def _log_softmax_backward_row(dx, dy, y):
+    total = _ZERO
+    for j in range(dy.size):
+        total += dy[j]
+    for j in range(dy.size):  # dx may be dy: dy[j] read before dx[j] is written
+        dx[j] = dy[j] - math.exp(y[j]) * total
+
+
+@numba.njit(cache=True)
+def _log_softmax_forward(y, x):
+    for r in range(x.shape[0]):
+        _log_softmax_row(y[r], x[r])
+
+
+@numba.njit(cache=True)
+def _log_softmax_backward(dx, dy, y):
+    for r in range(dy.shape[0]):
+        _log_softmax_backward_row(dx[r], dy[r], y[r])
+
+
+@numba.njit(cache=True)
 def _softmax_forward_serial(y, x):
     for r in range(x.shape[0]):
         _softmax_row(y[r], x[r])
@@ -181,7 +286,9 @@ def activation_forward(y, x, *, kind, alpha=0.0):
     if x.size == 0:
         return
     big = x.size >= PARALLEL_MIN_SIZE
-    if kind == "softmax":
+    if kind == "log_softmax":  # rows are independent and short: serial
+        _log_softmax_forward(_rows(y), _rows(x))
+    elif kind == "softmax":
         (_softmax_forward_parallel if big else _softmax_forward_serial)(_rows(y), _rows(x))
     else:
         (_forward_parallel if big else _forward_serial)(
@@ -192,7 +299,9 @@ def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
     if dy.size == 0:
         return
     big = dy.size >= PARALLEL_MIN_SIZE
-    if kind == "softmax":
+    if kind == "log_softmax":
+        _log_softmax_backward(_rows(dx), _rows(dy), _rows(y))
+    elif kind == "softmax":
         (_softmax_backward_parallel if big else _softmax_backward_serial)(
             _rows(dx), _rows(dy), _rows(y))
     elif kind == "linear":

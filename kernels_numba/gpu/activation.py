@@ -15,6 +15,7 @@ import math
 from numba import float32, int32
 
 from kernels_numba._cuda import cuda, grid_1d, kernel, launch
+from kernels_numba.cpu.activation import SELU_ALPHA, SELU_SCALE
 from kernels_numba.ops.activation import KIND_CODES, USES_Y
 
 F32_1D = "float32[::1]"
@@ -28,6 +29,16 @@ LEAKY_RELU = KIND_CODES["leaky_relu"]
 ELU = KIND_CODES["elu"]
 GELU = KIND_CODES["gelu"]
 SOFTPLUS = KIND_CODES["softplus"]
+SILU = KIND_CODES["silu"]
+SELU = KIND_CODES["selu"]
+RELU6 = KIND_CODES["relu6"]
+HARD_SIGMOID = KIND_CODES["hard_sigmoid"]
+HARD_SILU = KIND_CODES["hard_silu"]
+MISH = KIND_CODES["mish"]
+EXPONENTIAL = KIND_CODES["exponential"]
+SOFTSIGN = KIND_CODES["softsign"]
+_SELU_ALPHA = float(SELU_ALPHA)
+_SELU_SCALE = float(SELU_SCALE)
 
 SOFTMAX_MAX_BLOCK = 128  # threads per softmax row (a power of two: tree reduction)
 
@@ -57,6 +68,27 @@ def _activation_forward_kernel(y, x, code, alpha):
             v = float32(0.5) * v * (one + math.erf(v * float32(0.7071067811865476)))
         elif code == SOFTPLUS:
             v = max(v, zero) + math.log1p(math.exp(-abs(v)))
+        elif code == SILU or code == MISH:
+            if code == SILU:
+                e = math.exp(-abs(v))
+                v = v * (one / (one + e) if v >= zero else e / (one + e))
+            else:  # softplus spelled out: its max() would drop a NaN, log1p keeps it
+                v = v * math.tanh(max(v, zero) + math.log1p(math.exp(-abs(v))))
+        elif code == SELU:
+            v = float32(_SELU_SCALE) * (v if v > zero else float32(_SELU_ALPHA) * math.expm1(v))
+        elif code == RELU6 or code == HARD_SIGMOID or code == HARD_SILU:
+            u = v if code == RELU6 else v + float32(3.0)
+            # comparisons a NaN fails: it takes the last branch and passes through
+            u = zero if u <= zero else (float32(6.0) if u >= float32(6.0) else u)
+            if code == HARD_SIGMOID:
+                u = u * float32(1.0 / 6.0)
+            elif code == HARD_SILU:
+                u = v * (u * float32(1.0 / 6.0))
+            v = u
+        elif code == EXPONENTIAL:
+            v = math.exp(v)
+        elif code == SOFTSIGN:
+            v = v / (abs(v) + one)
         y[i] = v
 
 
@@ -84,6 +116,37 @@ def _activation_backward_kernel(dx, dy, s, code, alpha):
         elif code == SOFTPLUS:
             e = math.exp(-abs(v))
             g = g * (one / (one + e) if v >= zero else e / (one + e))
+        elif code == SILU or code == MISH:
+            e = math.exp(-abs(v))
+            sig = one / (one + e) if v >= zero else e / (one + e)
+            if code == SILU:
+                g = g * (sig * (one + v * (one - sig)))
+            else:
+                t = math.tanh(max(v, zero) + math.log1p(e))
+                g = g * (t + v * sig * (one - t * t))
+        elif code == SELU:
+            scale = float32(_SELU_SCALE)
+            g = g * scale if v > zero else g * (scale * float32(_SELU_ALPHA) * math.exp(v))
+        elif code == RELU6 or code == HARD_SIGMOID or code == HARD_SILU:
+            lo = zero if code == RELU6 else float32(-3.0)
+            hi = float32(6.0) if code == RELU6 else float32(3.0)
+            if code == HARD_SIGMOID:
+                d = float32(1.0 / 6.0)
+            elif code == HARD_SILU:
+                d = (v + v + float32(3.0)) * float32(1.0 / 6.0)
+            else:
+                d = one
+            if code == HARD_SILU and v >= hi:
+                g = g  # x above 3: hard_silu is x
+            elif v > lo and v < hi:
+                g = g * d
+            else:  # 0 outside the window, NaN for a NaN v
+                g = zero if (v <= lo or v >= hi) else v - v
+        elif code == EXPONENTIAL:
+            g = g * math.exp(v)
+        elif code == SOFTSIGN:
+            d = one + abs(v)
+            g = g / (d * d)
         dx[i] = g
 
 
@@ -151,6 +214,69 @@ def _softmax_backward_kernel(dx, dy, y):
             dx[r, j] = y[r, j] * (dy[r, j] - dot)
 
 
+@kernel(f"void({F32_2D}, {F32_2D})")
+def _log_softmax_forward_kernel(y, x):
+    # As the softmax kernel: one block per row, tree max then tree sum of exp(x - max).
+    buf = cuda.shared.array(SOFTMAX_MAX_BLOCK, float32)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n = x.shape[1]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        m = x[r, 0]
+        for j in range(t, n, nt):
+            m = max(m, x[r, j])
+        buf[t] = m
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:
+            if t < step:
+                buf[t] = max(buf[t], buf[t + step])
+            cuda.syncthreads()
+            step //= 2
+        m = buf[0]
+        cuda.syncthreads()
+        total = float32(0.0)
+        for j in range(t, n, nt):
+            total += math.exp(x[r, j] - m)
+        buf[t] = total
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:
+            if t < step:
+                buf[t] += buf[t + step]
+            cuda.syncthreads()
+            step //= 2
+        lse = m + math.log(buf[0])  # a NaN in the row reaches the sum: the row is NaN
+        cuda.syncthreads()
+        for j in range(t, n, nt):  # y may be x: each element read before it is written
+            y[r, j] = x[r, j] - lse
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_2D})")
+def _log_softmax_backward_kernel(dx, dy, y):
+    # dx = dy - softmax * sum(dy), softmax = exp(y).
+    buf = cuda.shared.array(SOFTMAX_MAX_BLOCK, float32)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n = dy.shape[1]
+    for r in range(cuda.blockIdx.x, dy.shape[0], cuda.gridDim.x):
+        total = float32(0.0)
+        for j in range(t, n, nt):
+            total += dy[r, j]
+        buf[t] = total
+        cuda.syncthreads()
+        step = nt // 2
+        while step > 0:
+            if t < step:
+                buf[t] += buf[t + step]
+            cuda.syncthreads()
+            step //= 2
+        total = buf[0]
+        cuda.syncthreads()
+        for j in range(t, n, nt):
+            dx[r, j] = dy[r, j] - math.exp(y[r, j]) * total
+
+
 # launchers
 
 def _flat(a):
@@ -172,10 +298,11 @@ def _softmax_config(rows, n):
 def activation_forward(y, x, *, kind, alpha=0.0):
     if x.size == 0:
         return
-    if kind == "softmax":
+    if kind in ("softmax", "log_softmax"):
         xr, yr = _rows(x), _rows(y)
         grid, block = _softmax_config(*xr.shape)
-        launch(_softmax_forward_kernel, grid, block, yr, xr)
+        k = _softmax_forward_kernel if kind == "softmax" else _log_softmax_forward_kernel
+        launch(k, grid, block, yr, xr)
         return
     grid, block = grid_1d(min(x.size, 65536 * 256))
     launch(_activation_forward_kernel, grid, block, _flat(y), _flat(x),
@@ -185,10 +312,11 @@ def activation_forward(y, x, *, kind, alpha=0.0):
 def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
     if dy.size == 0:
         return
-    if kind == "softmax":
+    if kind in ("softmax", "log_softmax"):
         dxr, dyr, yr = _rows(dx), _rows(dy), _rows(y)
         grid, block = _softmax_config(*dyr.shape)
-        launch(_softmax_backward_kernel, grid, block, dxr, dyr, yr)
+        k = _softmax_backward_kernel if kind == "softmax" else _log_softmax_backward_kernel
+        launch(k, grid, block, dxr, dyr, yr)
         return
     s = dy if kind == "linear" else (y if kind in USES_Y else x)
     grid, block = grid_1d(min(dy.size, 65536 * 256))

@@ -1,7 +1,10 @@
 """Activation ops: elementwise activations and the row-wise softmax, forward and backward.
 
 x, y, dx, dy: float32, any shape, all the same shape, C-contiguous. Elementwise kinds
-treat the buffer as flat; softmax works on rows of the last axis. Forward may run in
+treat the buffer as flat; softmax and log_softmax work on rows of the last axis.
+The formulas are Keras 3's (torch backend): silu x*sigmoid(x), selu with torch's
+alpha/scale, relu6 min(max(x,0),6), hard_sigmoid relu6(x+3)/6, hard_silu
+x*hard_sigmoid(x), mish x*tanh(softplus(x)), exponential exp(x), softsign x/(|x|+1). Forward may run in
 place (y is x), backward too (dx is dy). Activation gradients overwrite (=).
 
 `alpha` is the kind's hyperparameter: the negative slope of leaky_relu and the scale
@@ -20,16 +23,21 @@ FAMILY = "activation"
 KIND_CODES = {
     "linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "leaky_relu": 4,
     "elu": 5, "gelu": 6, "softplus": 7, "softmax": 8,
+    "silu": 9, "selu": 10, "relu6": 11, "hard_sigmoid": 12, "hard_silu": 13, "mish": 14,
+    "exponential": 15, "softsign": 16, "log_softmax": 17,
 }
+# Kinds computed over rows of the last axis (the others are elementwise).
+ROW_KINDS = ("softmax", "log_softmax")
 ACTIVATION_KINDS = tuple(KIND_CODES)
 # Backward reads y for these kinds (x may be None), x for the others (y may be None).
-USES_Y = ("relu", "sigmoid", "tanh", "softmax")
-USES_X = ("leaky_relu", "elu", "gelu", "softplus")
+USES_Y = ("relu", "sigmoid", "tanh", "softmax", "log_softmax")
+USES_X = ("leaky_relu", "elu", "gelu", "softplus", "silu", "selu", "relu6", "hard_sigmoid",
+          "hard_silu", "mish", "exponential", "softsign")
 
 
 def _softmax_needs_rows(op, name, kind, shape):
-    if kind == "softmax" and len(shape) == 0:
-        raise ValueError(f"{op}: expected {name} with at least 1 dimension for softmax; "
+    if kind in ROW_KINDS and len(shape) == 0:
+        raise ValueError(f"{op}: expected {name} with at least 1 dimension for {kind}; "
                          "received shape ()")
 
 
@@ -38,7 +46,7 @@ def activation_forward(y, x, *, kind, alpha=0.0):
 
     Args:
         y: float32, same shape as x, output (may be x).
-        x: float32, any shape (softmax: at least 1-D, rows over the last axis).
+        x: float32, any shape (softmax, log_softmax: at least 1-D, rows over the last axis).
         kind: one of ACTIVATION_KINDS.
         alpha: leaky_relu negative slope / elu scale.
     """
@@ -56,8 +64,8 @@ def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
     Args:
         dx: float32, same shape as dy, output (may be dy).
         dy: float32, any shape, gradient wrt the activation's output.
-        x: float32 forward input; needed by leaky_relu, elu, gelu, softplus, else may be None.
-        y: float32 forward output; needed by relu, sigmoid, tanh, softmax, else may be None.
+        x: float32 forward input; needed by the kinds in USES_X, else may be None.
+        y: float32 forward output; needed by the kinds in USES_Y, else may be None.
         kind: one of ACTIVATION_KINDS.
         alpha: leaky_relu negative slope / elu scale.
     """

@@ -25,10 +25,22 @@ REF = {
     "gelu": lambda z, a: 0.5 * z * (1.0 + _erf(z / np.sqrt(2.0))),
     "softplus": lambda z, a: np.logaddexp(z, 0.0),
     "softmax": lambda z, a: _softmax(z),
+    # Keras 3 (torch backend) formulas; selu with torch's constants.
+    "silu": lambda z, a: z / (1.0 + np.exp(-z)),
+    "selu": lambda z, a: SELU_SCALE * np.where(z > 0, z, SELU_ALPHA * np.expm1(np.minimum(z, 0))),
+    "relu6": lambda z, a: np.clip(z, 0.0, 6.0),
+    "hard_sigmoid": lambda z, a: np.clip(z + 3.0, 0.0, 6.0) / 6.0,
+    "hard_silu": lambda z, a: z * np.clip(z + 3.0, 0.0, 6.0) / 6.0,
+    "mish": lambda z, a: z * np.tanh(np.logaddexp(z, 0.0)),
+    "exponential": lambda z, a: np.exp(z),
+    "softsign": lambda z, a: z / (np.abs(z) + 1.0),
+    "log_softmax": lambda z, a: np.log(_softmax(z)),
 }
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
 KINDS = list(REF)
-USES_Y = {"relu", "sigmoid", "tanh", "softmax"}
+ROW_KINDS = ("softmax", "log_softmax")
+USES_Y = {"relu", "sigmoid", "tanh", "softmax", "log_softmax"}
 SHAPES = [(1,), (3, 5), (2, 3, 7)]
 
 
@@ -58,7 +70,7 @@ def test_backward_matches_numeric_grad(device, kind, shape):
     assert_close(host(dx), expected, rtol=1e-4, atol=1e-5, what=f"{kind} backward")
 
 
-@pytest.mark.parametrize("kind", ["relu", "gelu", "softmax", "elu"])
+@pytest.mark.parametrize("kind", ["relu", "gelu", "softmax", "elu", "log_softmax", "mish"])
 def test_in_place(device, kind):
     x = randn((3, 4), seed=4)
     dy = randn((3, 4), seed=5)
@@ -88,7 +100,9 @@ def test_softmax_rows_longer_than_block_and_single(device, shape):
     assert_close(host(dx), expected, rtol=1e-4, atol=1e-6, what="softmax backward long rows")
 
 
-@pytest.mark.parametrize("kind", ["sigmoid", "softplus", "softmax", "elu", "gelu", "tanh"])
+@pytest.mark.parametrize("kind", ["sigmoid", "softplus", "softmax", "elu", "gelu", "tanh",
+                                  "silu", "mish", "selu", "softsign", "hard_silu", "relu6",
+                                  "hard_sigmoid", "log_softmax"])
 def test_extreme_inputs_stay_finite(device, kind):
     x = np.array([[-100.0, -30.0, 0.0, 30.0, 100.0]], np.float32)
     y = on(device, np.zeros_like(x))
@@ -136,7 +150,7 @@ NAN_ROW = [np.nan, -1.5, 0.0, 0.7, -0.3]
 @pytest.mark.parametrize("size", [5, 40_000], ids=["small", "parallel"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_nan_in_nan_out_forward_and_backward(device, kind, size):
-    if size > 5 and (device == "cuda" or kind == "softmax"):
+    if size > 5 and (device == "cuda" or kind in ROW_KINDS):
         pytest.skip("the large case exercises the CPU's parallel elementwise loops")
     x = np.resize(np.array(NAN_ROW, np.float32), (2, size))
     x[1, 0] = 0.25  # the second row holds no NaN
@@ -145,7 +159,7 @@ def test_nan_in_nan_out_forward_and_backward(device, kind, size):
     ops.activation_forward(y, on(device, x), kind=kind, alpha=alpha)
     got = host(y)
     nan_in = np.isnan(x)
-    if kind == "softmax":  # the row holding the NaN is NaN; the other row is untouched
+    if kind in ROW_KINDS:  # the row holding the NaN is NaN; the other row is untouched
         assert np.isnan(got[0]).all() and np.isfinite(got[1]).all(), got
     else:
         np.testing.assert_array_equal(np.isnan(got), nan_in, err_msg=f"{kind} forward")
@@ -158,13 +172,13 @@ def test_nan_in_nan_out_forward_and_backward(device, kind, size):
     gdx = host(dx)
     if kind == "linear":  # f'(x) = 1 everywhere: dy passes unchanged
         assert_close(gdx, np.ones_like(x), rtol=0, atol=0, what="linear dx")
-    elif kind == "softmax":
+    elif kind in ROW_KINDS:
         assert np.isnan(gdx[0]).all() and np.isfinite(gdx[1]).all(), gdx
     else:
         np.testing.assert_array_equal(np.isnan(gdx), nan_in, err_msg=f"{kind} backward")
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "softmax"])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ROW_KINDS])
 def test_nan_gradient_passes_where_the_slope_is_not_zero(device, kind):
     x = np.array([[0.5, 2.0, -0.5]], np.float32)
     alpha = ALPHA.get(kind, 0.0)
