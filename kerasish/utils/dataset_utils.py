@@ -85,9 +85,10 @@ def split_dataset(dataset, left_size=None, right_size=None, shuffle=False, seed=
         `dataset=(x, y)`, `left = (x_left, y_left)` (Keras returns Datasets instead).
 
     Raises:
-        TypeError: a dataset that is not arrays, or sizes that are not int/float.
+        TypeError: a dataset that is not an array/tuple/list, or sizes that are not
+            int/float.
         ValueError: no size given, sizes out of range, a side left empty, arrays of
-            different lengths, or preferred_backend given.
+            different lengths or without a sample axis, or preferred_backend given.
     """
     if preferred_backend is not None:
         raise ValueError(f"split_dataset: preferred_backend is not supported (kerasish "
@@ -100,13 +101,10 @@ def split_dataset(dataset, left_size=None, right_size=None, shuffle=False, seed=
         raise ValueError("split_dataset: the dataset holds no arrays")
     lengths = {}
     for path, leaf in leaves:
-        if not isinstance(leaf, np.ndarray) and not _is_array_leaf(leaf) and \
-                not hasattr(leaf, "__array__"):
-            raise TypeError(f"split_dataset: expected arrays in dataset; {path} is a "
-                            f"{type(leaf).__name__}")
         shape = np.shape(leaf)
         if not shape:
-            raise ValueError(f"split_dataset: {path} has no sample axis (a 0-d value)")
+            raise ValueError(f"split_dataset: {path} has no sample axis (a 0-d value of "
+                             f"type {type(leaf).__name__})")
         lengths[path] = shape[0]
     if len(set(lengths.values())) > 1:
         raise ValueError(f"split_dataset: every array must have the same number of "
