@@ -10,6 +10,7 @@ from kerasish.callbacks.lambda_callback import LambdaCallback
 from kerasish.callbacks.learning_rate import LearningRateScheduler, ReduceLROnPlateau
 from kerasish.callbacks.model_checkpoint import ModelCheckpoint
 from kerasish.callbacks.progbar_logger import ProgbarLogger
+from kerasish.callbacks.tensorboard import TensorBoard
 from kerasish.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "ModelCheckpoint",
     "ProgbarLogger",
     "ReduceLROnPlateau",
+    "TensorBoard",
     "TerminateOnNaN",
 ]
