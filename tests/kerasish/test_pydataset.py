@@ -248,3 +248,28 @@ def test_fit_two_input_model_from_pydataset():
     got.fit(Two(), shuffle=False, verbose=0)
     for a, b in zip(got.get_weights(), ref.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_sample_weights_from_pydataset_equal_fit_sample_weight():
+    w = np.random.default_rng(1).uniform(0, 2, len(X)).astype(np.float32)
+
+    class Weighted(Batches):
+        def __getitem__(self, i):
+            rows = slice(i * 5, i * 5 + 5)
+            return (*super().__getitem__(i), w[rows])
+
+    ref = _model()
+    try:
+        h_ref = ref.fit(X, Y, sample_weight=w, batch_size=5, epochs=2, shuffle=False,
+                        verbose=0)
+    except ValueError as e:
+        if "not supported" not in str(e):
+            raise
+        pytest.skip(f"the trainer has no sample weights yet ({e})")
+    model = _model()
+    h = model.fit(Weighted(workers=2), epochs=2, shuffle=False, verbose=0)
+    assert h.history == h_ref.history
+    for a, b in zip(model.get_weights(), ref.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert model.evaluate(Weighted(), verbose=0) == \
+        ref.evaluate(X, Y, sample_weight=w, batch_size=5, verbose=0)
