@@ -1,63 +1,37 @@
-"""Losses: Keras classes and strings, computed by kernels_numba loss ops on the device.
+"""Cross-entropies: sparse, categorical and binary (probabilities or logits, label smoothing).
 
-A loss sees y_pred as rows (rows, last_axis). `forward` writes one loss per row;
-`backward` writes dL/dy_pred for the "sum_over_batch_size" reduction (scale = 1/rows).
-Sparse losses take int32 labels (rows,); the others float32 targets like y_pred.
+Label smoothing (Keras: t (1 - ls) + ls / K, binary + ls / 2) writes the smoothed
+targets into a planned scratch buffer in forward; backward reads them there.
 """
 
 import numpy as np
 
 from kernels_numba import ops
+from kerasish.losses.base import Loss, check_axis, no_unsupported
 
 
-class Loss:
-    sparse = False  # int32 labels instead of float targets
-    kind = "regression"
-
-    def __init__(self, reduction="sum_over_batch_size", name=None, from_logits=False):
-        if reduction not in ("sum_over_batch_size", "auto", None):
-            raise ValueError(f"{type(self).__name__}: only reduction='sum_over_batch_size' "
-                             f"is supported; received reduction={reduction!r}")
-        self.reduction = "sum_over_batch_size"
-        self.name = name or _snake(type(self).__name__)
-        self.from_logits = bool(from_logits)
-
-    def scratch_shapes(self, rows, classes):
-        return {}
-
-    def forward(self, per_row, y_pred, y_true, scratch):
-        raise NotImplementedError
-
-    def backward(self, dy_pred, y_pred, y_true, scale, scratch):
-        raise NotImplementedError
-
-    def check_output(self, output_shape):
-        """Raise ValueError when this loss cannot apply to the model's output shape."""
-
-    def get_config(self):
-        return {"name": self.name, "reduction": self.reduction, "from_logits": self.from_logits}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config.pop("fn", None)
-        config.pop("dtype", None)
-        config.pop("label_smoothing", None)
-        config.pop("axis", None)
-        config.pop("ignore_class", None)
-        return cls(**config)
+def _smoothing(loss, label_smoothing):
+    ls = float(label_smoothing or 0.0)
+    if not 0.0 <= ls <= 1.0:
+        raise ValueError(f"{type(loss).__name__}: expected label_smoothing in [0, 1]; "
+                         f"received {label_smoothing!r}")
+    return ls
 
 
 class SparseCategoricalCrossentropy(Loss):
-    """Cross-entropy between integer labels and class probabilities (or logits)."""
+    """Cross-entropy between integer labels and class probabilities (or logits).
+    (Keras 3 has no label_smoothing here.)"""
 
     sparse = True
     kind = "categorical"
 
     def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
-                 name="sparse_categorical_crossentropy", **kwargs):
-        _no_unsupported(self, ignore_class=ignore_class, **kwargs)
-        super().__init__(reduction, name, from_logits)
+                 axis=-1, name="sparse_categorical_crossentropy", dtype=None):
+        no_unsupported(self, ignore_class=ignore_class)
+        check_axis(self, axis)
+        super().__init__(reduction, name, dtype)
+        self.from_logits = bool(from_logits)
+        self.ignore_class = None
 
     def scratch_shapes(self, rows, classes):
         return {"probs": ((rows, classes), np.float32)} if self.from_logits else {}
@@ -75,25 +49,61 @@ class SparseCategoricalCrossentropy(Loss):
             ops.sparse_categorical_crossentropy_backward(dy_pred, y_pred, labels, scale=scale)
 
     def check_output(self, output_shape):
+        super().check_output(output_shape)
         if output_shape[-1] < 2:
             raise ValueError(f"{self.name}: expected a model output with at least 2 classes; "
                              f"received output shape {output_shape}")
 
+    def get_config(self):
+        return {**super().get_config(), "from_logits": self.from_logits,
+                "ignore_class": self.ignore_class}
 
-class CategoricalCrossentropy(Loss):
+
+class _Smoothed(Loss):
+    """Shared by the categorical and binary cross-entropies: from_logits, label_smoothing."""
+
+    binary = False
+
+    def __init__(self, from_logits, label_smoothing, axis, reduction, name, dtype):
+        check_axis(self, axis)
+        super().__init__(reduction, name, dtype)
+        self.from_logits = bool(from_logits)
+        self.label_smoothing = _smoothing(self, label_smoothing)
+        self.axis = -1
+
+    def scratch_shapes(self, rows, classes):
+        shapes = {}
+        if self.from_logits and not self.binary:
+            shapes["probs"] = ((rows, classes), np.float32)
+        if self.label_smoothing:
+            shapes["targets"] = ((rows, classes), np.float32)
+        return shapes
+
+    def _targets(self, targets, scratch, smooth):
+        if not self.label_smoothing:
+            return targets
+        out = scratch["targets"]
+        if smooth:
+            ops.smooth_labels(out, targets, label_smoothing=self.label_smoothing,
+                              binary=self.binary)
+        return out
+
+    def get_config(self):
+        return {**super().get_config(), "from_logits": self.from_logits,
+                "label_smoothing": self.label_smoothing, "axis": self.axis}
+
+
+class CategoricalCrossentropy(_Smoothed):
     """Cross-entropy between one-hot targets and class probabilities (or logits)."""
 
     kind = "categorical"
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction="sum_over_batch_size", name="categorical_crossentropy", **kwargs):
-        _no_unsupported(self, label_smoothing=label_smoothing or None, **kwargs)
-        super().__init__(reduction, name, from_logits)
-
-    def scratch_shapes(self, rows, classes):
-        return {"probs": ((rows, classes), np.float32)} if self.from_logits else {}
+                 reduction="sum_over_batch_size", name="categorical_crossentropy", dtype=None):
+        super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
 
     def forward(self, per_row, y_pred, targets, scratch):
+        targets = self._targets(targets, scratch, True)
         if self.from_logits:
             ops.softmax_categorical_cross_entropy_forward(per_row, scratch["probs"], y_pred,
                                                           targets)
@@ -101,6 +111,7 @@ class CategoricalCrossentropy(Loss):
             ops.categorical_crossentropy_forward(per_row, y_pred, targets)
 
     def backward(self, dy_pred, y_pred, targets, scale, scratch):
+        targets = self._targets(targets, scratch, False)  # smoothed by forward
         if self.from_logits:
             ops.softmax_categorical_cross_entropy_backward(dy_pred, scratch["probs"], targets,
                                                            scale=scale)
@@ -108,119 +119,26 @@ class CategoricalCrossentropy(Loss):
             ops.categorical_crossentropy_backward(dy_pred, y_pred, targets, scale=scale)
 
 
-class BinaryCrossentropy(Loss):
+class BinaryCrossentropy(_Smoothed):
     """Binary cross-entropy, mean over the last axis (probabilities or logits)."""
 
     kind = "binary"
+    binary = True
 
     def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
-                 reduction="sum_over_batch_size", name="binary_crossentropy", **kwargs):
-        _no_unsupported(self, label_smoothing=label_smoothing or None, **kwargs)
-        super().__init__(reduction, name, from_logits)
+                 reduction="sum_over_batch_size", name="binary_crossentropy", dtype=None):
+        super().__init__(from_logits, label_smoothing, axis, reduction, name, dtype)
 
     def forward(self, per_row, y_pred, targets, scratch):
+        targets = self._targets(targets, scratch, True)
         if self.from_logits:
             ops.binary_crossentropy_logits_forward(per_row, y_pred, targets)
         else:
             ops.binary_crossentropy_forward(per_row, y_pred, targets)
 
     def backward(self, dy_pred, y_pred, targets, scale, scratch):
+        targets = self._targets(targets, scratch, False)
         if self.from_logits:
             ops.binary_crossentropy_logits_backward(dy_pred, y_pred, targets, scale=scale)
         else:
             ops.binary_crossentropy_backward(dy_pred, y_pred, targets, scale=scale)
-
-
-class MeanSquaredError(Loss):
-    """mean((y_true - y_pred)**2, axis=-1)."""
-
-    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error", **kwargs):
-        _no_unsupported(self, **kwargs)
-        super().__init__(reduction, name)
-
-    def forward(self, per_row, y_pred, targets, scratch):
-        ops.mse_forward(per_row, y_pred, targets)
-
-    def backward(self, dy_pred, y_pred, targets, scale, scratch):
-        ops.mse_backward(dy_pred, y_pred, targets, scale=scale)
-
-    def get_config(self):
-        return {"name": self.name, "reduction": self.reduction}
-
-
-def _no_unsupported(loss, **kwargs):
-    bad = {k: v for k, v in kwargs.items() if v is not None}
-    if bad:
-        raise ValueError(f"{type(loss).__name__}: unsupported arguments {bad}")
-
-
-def _snake(name):
-    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-
-
-CLASSES = {cls.__name__: cls for cls in (
-    SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError)}
-STRINGS = {
-    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
-    "categorical_crossentropy": CategoricalCrossentropy,
-    "binary_crossentropy": BinaryCrossentropy, "bce": BinaryCrossentropy,
-    "BCE": BinaryCrossentropy, "mean_squared_error": MeanSquaredError,
-    "mse": MeanSquaredError, "MSE": MeanSquaredError,
-}
-
-
-def get(identifier):
-    """A Loss from a Loss instance, a class/function name, or a Keras config dict."""
-    if isinstance(identifier, Loss):
-        return identifier
-    if isinstance(identifier, dict):
-        cls = CLASSES.get(identifier.get("class_name"))
-        if cls is not None:
-            return cls.from_config(identifier.get("config", {}))
-        identifier = identifier.get("class_name")
-    if isinstance(identifier, type) and issubclass(identifier, Loss):
-        return identifier()
-    if callable(identifier) and getattr(identifier, "__name__", None) in STRINGS:
-        identifier = identifier.__name__
-    if isinstance(identifier, str):
-        cls = STRINGS.get(identifier) or CLASSES.get(identifier)
-        if cls is not None:
-            return cls()
-    raise ValueError(f"Unknown loss: {identifier!r}. Valid losses: "
-                     f"{sorted(set(STRINGS) | set(CLASSES))}")
-
-
-def serialize(loss):
-    return {"module": "keras.losses", "class_name": type(loss).__name__,
-            "config": loss.get_config(), "registered_name": None}
-
-
-def _per_sample(loss, y_true, y_pred):
-    """Per-sample loss values for host arrays, computed by the same CPU ops fit uses."""
-    y_pred = np.ascontiguousarray(y_pred, dtype=np.float32)
-    rows = y_pred.reshape(-1, y_pred.shape[-1])
-    if loss.sparse:
-        truth = np.ascontiguousarray(np.asarray(y_true).reshape(-1), dtype=np.int32)
-    else:
-        truth = np.ascontiguousarray(y_true, dtype=np.float32).reshape(rows.shape)
-    out = np.empty(rows.shape[0], np.float32)
-    scratch = {k: np.empty(shape, dt) for k, (shape, dt) in
-               loss.scratch_shapes(rows.shape[0], rows.shape[1]).items()}
-    loss.forward(out, rows, truth, scratch)
-    return out.reshape(y_pred.shape[:-1])
-
-
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False):
-    return _per_sample(SparseCategoricalCrossentropy(from_logits=from_logits), y_true, y_pred)
-
-
-def categorical_crossentropy(y_true, y_pred, from_logits=False):
-    return _per_sample(CategoricalCrossentropy(from_logits=from_logits), y_true, y_pred)
-
-
-def binary_crossentropy(y_true, y_pred, from_logits=False):
-    return _per_sample(BinaryCrossentropy(from_logits=from_logits), y_true, y_pred)
-
-
-def mean_squared_error(y_true, y_pred):
-    return _per_sample(MeanSquaredError(), y_true, y_pred)

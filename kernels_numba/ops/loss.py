@@ -299,3 +299,11 @@ def mse_backward(dpred, pred, targets, *, scale):
     _backward(op, dpred, "dpred", pred, "pred", targets=targets, classes=False)
     fn = impl(op, FAMILY, dpred=dpred, pred=pred, targets=targets)
     fn(dpred, pred, targets, scale=_scale(op, scale))
+
+
+# Keras's other losses live in their own family (kernels_numba.ops.pointwise_loss);
+# re-exported here so `ops.<name>` reaches them like the cross-entropies.
+from kernels_numba.ops import pointwise_loss as _pointwise_loss  # noqa: E402
+from kernels_numba.ops.pointwise_loss import *  # noqa: E402,F401,F403
+
+__all__ += _pointwise_loss.__all__
