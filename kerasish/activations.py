@@ -57,6 +57,10 @@ def alpha(name):
 
 def _function(name):
     def apply(x):
+        if getattr(x, "_keras_history", None) is not None:  # symbolic, inside call()
+            from kerasish.ops.activations_graph import activation
+
+            return activation(x, name, alpha(name))
         try:
             y = np.array(x, dtype=np.float32, order="C")  # a copy, computed in place
         except (TypeError, ValueError) as exc:

@@ -40,7 +40,7 @@ class Trainer(CompileState, DataPlans):
         self._loss_spec = self._loss_weights_spec = None
         self._metrics = []
         self._output_losses, self._output_metrics, self._loss_weights = [], [], []
-        self._loss_trackers, self._loss_tracker = [], None
+        self._loss_trackers, self._loss_tracker, self._added_loss_tracker = [], None, None
         self._executors = OrderedDict()
         self._compile_config = None
         self._initial_epoch = None

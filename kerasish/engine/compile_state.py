@@ -5,7 +5,7 @@ trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 name
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
-from kerasish.engine import parameters, structure
+from kerasish.engine import parameters, structure, traced_loss
 
 
 class CompileState:
@@ -22,7 +22,7 @@ class CompileState:
             raise ValueError("compile: weighted_metrics is not supported yet")
         self.optimizer = koptimizers.get(optimizer)
         self._loss_spec, self._loss_weights_spec = loss, loss_weights
-        self.loss = loss if loss is None or _per_output(loss) else klosses.get(loss)
+        self.loss = loss if loss is None or _per_output(loss) else get_loss(loss)
         self._metric_spec = metrics
         if isinstance(metrics, str) or isinstance(metrics, (list, tuple)) and \
                 not any(isinstance(m, (list, tuple, dict)) for m in metrics):
@@ -58,10 +58,10 @@ class CompileState:
         names = self.output_names
         shapes = [tuple(t.shape) for t in self.outputs]
         if _per_output(self._loss_spec):
-            self._output_losses = [None if spec is None else klosses.get(spec) for spec in
+            self._output_losses = [None if spec is None else get_loss(spec) for spec in
                                    structure.per_output(self._loss_spec, names, "loss")]
         else:  # one loss for every output: the compiled object first, a copy for the rest
-            self._output_losses = [self.loss] + [klosses.get(self._loss_spec)
+            self._output_losses = [self.loss] + [get_loss(self._loss_spec)
                                                  for _ in names[1:]]
         if all(loss is None for loss in self._output_losses):
             raise ValueError(f"compile: model '{self.name}' has no loss for any output")
@@ -95,12 +95,14 @@ class CompileState:
             if tracker is not None:
                 tracker.build(self.device)
         self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
+        self._added_loss_tracker = kmetrics.LossMean("added_losses")
+        self._added_loss_tracker.build(self.device)
         parameters.pack(self)
         parameters.attach_optimizer(self)
 
 
     def _reset_metrics(self):
-        for tracker in self._loss_trackers:
+        for tracker in self._loss_trackers + [self._added_loss_tracker]:
             if tracker is not None:
                 tracker.reset()
         for metric in self._metrics:
@@ -112,8 +114,9 @@ class CompileState:
         dist = getattr(self, "_distribution", None)  # hook: the sums and counts of all ranks
         if dist is not None and not _reduced:
             return dist.reduce_logs(lambda: self._read_logs(_reduced=True))
+        added = self._added_loss_tracker.result() if self._added_loss_tracker else 0.0
         if len(self._output_losses) == 1:
-            logs = {"loss": self._loss_tracker.result()}
+            logs = {"loss": self._loss_tracker.result() + added}  # add_loss terms included
             for metric in self._metrics:
                 logs[metric.name] = metric.result()
             return logs
@@ -125,7 +128,7 @@ class CompileState:
                 total += weight * value
             for metric in metrics:
                 rest[f"{name}_{metric.name}"] = metric.result()
-        return {"loss": total, **dict(sorted(rest.items()))}
+        return {"loss": total + added, **dict(sorted(rest.items()))}
 
     def _log_values(self, logs):
         """evaluate's list: loss first, then the other logs in order."""
@@ -152,7 +155,14 @@ def _serialize_losses(loss):
         return [_serialize_losses(x) for x in loss]
     if _per_output(loss):
         return {k: _serialize_losses(v) for k, v in loss.items()}
+    if traced_loss.traced(loss) is not None:  # a user function or Loss subclass: by name
+        return getattr(loss, "name", None) or loss.__name__
     return klosses.serialize(klosses.get(loss))
+
+
+def get_loss(spec):
+    """A loss object the plan can run: built-in (kerasish.losses) or traced."""
+    return traced_loss.traced(spec) or klosses.get(spec)
 
 
 def _serialize_metrics(metrics):

@@ -48,20 +48,27 @@ def _pack(items, as_list):
 class Plan:
     """Who writes what, when, and in which storage (device-independent)."""
 
-    def __init__(self, model, batch_size, mode, signature=None):
+    def __init__(self, model, batch_size, mode, signature=None, input_grads=()):
         g = self.graph = model._flat_graph(signature)
         self.mode, self.batch_size, self.device = mode, batch_size, model.device
         k_calls = len(g.calls)
         self.bwd_time = lambda call: 2 * k_calls - call.index
-        losses = model._output_losses if mode != PREDICT else [None] * len(g.output_ids)
+        # input_grads (a traced loss: engine/traced_loss.py): gradients of these inputs
+        # are wanted, every output is seeded by the caller instead of a loss
+        losses = model._output_losses if mode != PREDICT and not input_grads else \
+            [None] * len(g.output_ids)
         self.losses = losses
-        self._grad_flow(g, losses, mode == TRAIN)
+        self._input_grads = [g.input_ids[i] for i in input_grads]
+        self._grad_flow(g, [True] * len(g.output_ids) if input_grads else losses,
+                        mode == TRAIN)
         self._activations(g, k_calls, mode)
         self._gradients(g, k_calls)
 
     def _grad_flow(self, g, losses, train):
         """needs[t]: t's gradient matters; writers[t]; runs[call]: its backward runs."""
         needs = [False] * len(g.shapes)
+        for t in self._input_grads:
+            needs[t] = True
         self.runs = [False] * len(g.calls)
         self.writers = {t: [] for t in range(len(g.shapes))}
         if not train:
@@ -74,6 +81,9 @@ class Plan:
         for i, t in enumerate(g.output_ids):
             if losses[i] is not None and needs[t]:
                 self.writers[t].append(("loss", i))
+        for t in g.added_ids:  # add_loss: seeded with 1 at the losses' time
+            if needs[t]:
+                self.writers[t].append(("added", t))
         for call in reversed(g.calls):
             wants = bool(call.layer.trainable_weights) or any(needs[t] for t in call.inputs)
             run = wants and any(self.writers[t] for t in call.outputs)
@@ -101,6 +111,8 @@ class Plan:
                     end[t] = self.bwd_time(call)
         for t in g.output_ids:
             end[t] = FOREVER if mode == PREDICT else max(end[t], k_calls)
+        for t in g.added_ids:
+            end[t] = max(end[t], k_calls)
         for call in g.calls:
             if getattr(call.layer, "aliases_input", False):
                 st = self.act[call.inputs[0]]
@@ -120,6 +132,10 @@ class Plan:
         """Gradient storages, accumulation temporaries and zero-filled output gradients."""
         b, self.grad, self.temps, self.zero = self.batch_size, {}, {}, {}
         producer = {t: call for call in g.calls for t in call.outputs}
+        for t in g.added_ids:
+            if self.writers[t] and self.writers[t][0] == ("added", t) and t not in self.grad:
+                end = self.bwd_time(producer[t]) if t in producer else k_calls
+                self.grad[t] = Storage(elements(g.shapes[t], b), k_calls, end)
         for i, t in enumerate(g.output_ids):  # the loss writes first, at time K
             if self.writers[t] and self.writers[t][0] == ("loss", i):
                 end = self.bwd_time(producer[t]) if t in producer else k_calls
@@ -148,7 +164,7 @@ class Plan:
                 if sink or self.writers[t][0] != ("call", call.index, pos):
                     self.temps[(call.index, pos)] = Storage(size, t_b, t_b)
                 elif t not in self.grad:
-                    end = self.bwd_time(producer[t])
+                    end = self.bwd_time(producer[t]) if t in producer else 2 * k_calls + 1
                     self.grad[t] = Storage(size, t_b, end)
 
     def storages(self):
@@ -163,11 +179,12 @@ class Plan:
 class Executor:
     """Buffers and step functions for one model, one batch size and one mode."""
 
-    def __init__(self, model, batch_size, mode, allocate=True, signature=None, weighted=False):
+    def __init__(self, model, batch_size, mode, allocate=True, signature=None, weighted=False,
+                 input_grads=()):
         self.model, self.mode, self.batch_size = model, mode, int(batch_size)
         self.device, self.signature, self.weighted = model.device, signature, weighted
         self._allocate = allocate  # False: only the size table (summary)
-        self.plan = Plan(model, self.batch_size, mode, signature)
+        self.plan = Plan(model, self.batch_size, mode, signature, input_grads)
         if allocate:  # the size table first: refuse before allocating anything
             self._allocate = False
             self._buffers()
@@ -348,6 +365,8 @@ class Executor:
                     weights = s.sample_weights[s.loss_outputs[k]]
                     if weights is not None:
                         ops.scale_rows(dy_pred, weights)
+            for grad in s.added_grads:
+                ops.fill(grad, 1.0)
             self.backward(s)
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
@@ -380,6 +399,11 @@ class Executor:
             if weights is not None:  # Keras: sum(w * loss) / rows
                 ops.multiply(per_row, per_row, weights)
             model._loss_trackers[s.loss_outputs[i]].update_from_losses(per_row, len(per_row))
+        tracker = model._added_loss_tracker
+        for value in s.added:  # add_loss scalars: the batch's rows times the value
+            kernels_numba.ops.axpy(tracker.acc, value.reshape((1,)), float(s.n))
+        if s.added:
+            tracker.count += s.n
         for i, metrics in enumerate(model._output_metrics):
             if metrics:
                 y_pred, y_true, rows = s.output_rows[i], s.targets[i], s.n_rows[i]
@@ -412,6 +436,8 @@ class Step:
                                      call.shapes))
         self.losses, self.loss_outputs, self.targets = [], [], []
         self.sample_weights = []
+        self.added = [self.acts[t] for t in g.added_ids]
+        self.added_grads = []
         if ex.mode == PREDICT:
             return
         self.sample_weights = [None if w is None else _rows_view(w, r)
@@ -419,7 +445,10 @@ class Step:
         targets = ex.target_slots[slot]
         self.targets = [None if tgt is None else _rows_view(tgt, r)
                         for tgt, r in zip(targets, self.n_rows)]
-        grads = {t: self._view(ex, st, g.shapes[t], n, slot) for t, st in plan.grad.items()}
+        grads = self.grads = {t: self._view(ex, st, g.shapes[t], n, slot)
+                              for t, st in plan.grad.items()}
+        self.added_grads = [grads[t] for t in g.added_ids
+                            if plan.writers[t][:1] == [("added", t)]]
         for i, t in enumerate(g.output_ids):
             loss = plan.losses[i]
             if loss is None:

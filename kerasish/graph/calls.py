@@ -40,8 +40,8 @@ def call_symbolic(layer, inputs):
     try:
         out = layer._build_once(shapes if as_list else shapes[0])
     except ValueError as exc:
-        if layer.name in str(exc):
-            raise
+        if layer.name in str(exc) or getattr(layer, "is_operation", False):
+            raise  # ops name themselves
         raise ValueError(f"Layer '{layer.name}' ({type(layer).__name__}) cannot take "
                          f"input of shape {shapes if as_list else shapes[0]}: {exc}") from None
     multi = isinstance(out, list)

@@ -106,6 +106,7 @@ class FlatGraph:
     def __init__(self, model, input_shapes=None):
         self.calls, self.shapes = [], []
         self.mask_of, self.mask_shapes = {}, []  # tensor id -> mask id; mask id -> shape
+        self.added_ids = []  # scalars from add_loss, added to the training loss
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
         self.dynamic = input_shapes is not None
@@ -165,6 +166,7 @@ class FlatGraph:
                 self._masks(call, node.input_tensors[0].shape if ins else None)
             for t, k in zip(node.output_tensors, outs):
                 ids[id(t)] = k
+        self.added_ids += [ids[id(t)] for t in getattr(model, "added", ())]
         return [ids[id(t)] for t in model.outputs]
 
     def consumers(self):

@@ -16,6 +16,7 @@ from kerasish.graph import topology
 from kerasish.graph.nodes import KerasTensor, flatten
 
 _owners = []  # layers whose call() is being traced, innermost last
+_added = []  # per trace in progress: tensors given to add_loss
 
 
 def current_owner():
@@ -24,11 +25,25 @@ def current_owner():
 
 
 class Trace:
-    """One traced call(): inputs, nodes in run order, outputs (and their structure)."""
+    """One traced call(): inputs, nodes in run order, outputs (and their structure), and
+    the tensors given to add_loss (scalars added to the model's loss)."""
 
-    def __init__(self, inputs, outputs, structure, nodes):
+    def __init__(self, inputs, outputs, structure, nodes, added=()):
         self.inputs, self.outputs, self.structure, self._nodes = inputs, outputs, structure, \
             nodes
+        self.added = list(added)
+
+
+def add_loss(layer, value):
+    """layer.add_loss(value) while tracing: value joins the trace's added losses."""
+    from kerasish.ops import sum as ops_sum
+
+    if not _added:
+        raise ValueError(f"Layer '{layer.name}': add_loss with a symbolic tensor outside "
+                         f"call()")
+    if tuple(value.shape):  # Keras sums a non-scalar loss
+        value = ops_sum(value)
+    _added[-1].append(value)
 
 
 def is_traced(layer):
@@ -52,10 +67,12 @@ def _call(layer, args):
     if "mask" in params:
         kwargs["mask"] = None
     _owners.append(layer)
+    _added.append([])
     try:
-        return layer.call(args, **kwargs)
+        return layer.call(args, **kwargs), _added[-1]
     finally:
         _owners.pop()
+        _added.pop()
 
 
 def symbolic_inputs(layer, input_shape):
@@ -81,7 +98,7 @@ def trace(layer, input_shape):
         layer.build(input_shape)
         layer.built = True
     inputs, args = symbolic_inputs(layer, input_shape)
-    structure = _call(layer, args)
+    structure, added = _call(layer, args)
     outputs = flatten(structure)
     if not outputs or not all(isinstance(t, KerasTensor) for t in outputs):
         kinds = sorted({type(t).__name__ for t in outputs})
@@ -89,8 +106,8 @@ def trace(layer, input_shape):
                         f"keras.ops or layers from its inputs (symbolic while tracing); it "
                         f"returned {kinds or 'nothing'}. NumPy functions cannot be traced: "
                         f"use kerasish.ops")
-    nodes, _ = topology.map_graph(inputs, outputs, layer.name, unused_inputs="allow")
-    found = traces[key] = Trace(inputs, outputs, structure, nodes)
+    nodes, _ = topology.map_graph(inputs, outputs + added, layer.name, unused_inputs="allow")
+    found = traces[key] = Trace(inputs, outputs, structure, nodes, added)
     return found
 
 

@@ -190,6 +190,16 @@ class Layer:
             raise ValueError(f"Layer {self.name} is not built yet: call build() or fit first.")
         return int(sum(np.prod(w.shape) for w in self._weights))
 
+    def add_loss(self, loss):
+        """Keras's add_loss inside call(): a scalar (or summed) tensor added to the
+        model's training loss, with its gradient (e.g. activity regularization)."""
+        from kerasish.graph import tracing
+
+        if not hasattr(loss, "_keras_history"):
+            raise TypeError(f"Layer '{self.name}': add_loss takes a tensor computed in call() "
+                            f"with keras.ops; received {type(loss).__name__}")
+        tracing.add_loss(self, loss)
+
     # -- calls: symbolic (records a node) or on arrays (runs eagerly) -----------------
 
     def __call__(self, inputs, *args, training=None, mask=None, **kwargs):

@@ -27,3 +27,7 @@ from kerasish.ops.reductions import (  # noqa: F401
     amax, amin, argmax, argmin, logsumexp, max, mean, min, std, sum, var)
 from kerasish.ops.shapes import (  # noqa: F401
     concatenate, expand_dims, reshape, split, squeeze, stack, take, transpose)
+
+from kerasish.graph.nodes import KerasTensor as _KerasTensor  # noqa: E402
+
+install_operators(_KerasTensor)  # x + y, x[..., 0], x @ w on symbolic tensors
