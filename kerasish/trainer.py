@@ -6,6 +6,7 @@ every batch on the CPU (free) and at most every ~0.1 s on CUDA (a read synchroni
 """
 
 import contextlib
+import itertools
 import time
 from collections import OrderedDict
 
@@ -120,9 +121,8 @@ class Trainer(CompileState, DataPlans):
         logs = {}
         ex, batches = None, epoch_batches(self, loader, "fit", TRAIN)
         with contextlib.closing(batches):  # stops the prefetch threads on any exit
-            for batch, (xb, yb) in enumerate(batches):
-                if max_steps is not None and batch >= max_steps:
-                    break
+            # islice: never pull a batch past steps_per_epoch (a generator keeps it)
+            for batch, (xb, yb) in enumerate(itertools.islice(batches, max_steps)):
                 cbs.on_train_batch_begin(batch)
                 ex = self._executor_for(ex, xb, loader, TRAIN, yb)
                 ex.train_step(xb, yb)
@@ -165,9 +165,7 @@ class Trainer(CompileState, DataPlans):
         logs = {}
         ex, batches = None, epoch_batches(self, loader, what, TEST)
         with contextlib.closing(batches):
-            for batch, (xb, yb) in enumerate(batches):
-                if steps is not None and batch >= steps:
-                    break
+            for batch, (xb, yb) in enumerate(itertools.islice(batches, steps)):
                 if cbs is not None:
                     cbs.on_test_batch_begin(batch)
                 ex = self._executor_for(ex, xb, loader, TEST, yb)

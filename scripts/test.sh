@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-"$PY" -m pip install -q -e '.[test,notebooks]'
+"$PY" -m pip install -q -e '.[test,notebooks,tensorboard]'
 # Real data for the slow end-to-end tests (skipped with a reason when absent).
 if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 ||

@@ -12,24 +12,8 @@ import pytest
 import kerasish
 from kerasish import callbacks as cb
 from kerasish.data import DataLoader
-from kerasish.trainer import Trainer
 
 EPOCHS = 4
-
-
-@pytest.fixture(autouse=True)
-def _expose_train_loader(monkeypatch):
-    """The trainer hook BackupAndRestore reads, `model._train_loader` (fit's DataLoader).
-    Emulated here for as long as the trainer does not set it itself; harmless after."""
-    real = Trainer._arrays_loader
-
-    def wrapped(self, x, y, batch_size, shuffle, what):
-        loader, bs = real(self, x, y, batch_size, shuffle, what)
-        if what == "fit":
-            self._train_loader = loader
-        return loader, bs
-
-    monkeypatch.setattr(Trainer, "_arrays_loader", wrapped)
 
 
 class _Interrupt(cb.Callback):
