@@ -1,10 +1,13 @@
-"""kerasish.optimizers: SGD, Adam, AdamW, RMSprop, Adagrad (Keras names, formulas, defaults)."""
+"""kerasish.optimizers: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl
+(Keras names, formulas, defaults, configs)."""
 
 from kerasish.optimizers import schedules
 from kerasish.optimizers.optimizer import Optimizer
 from kerasish.optimizers.rules import SGD, Adagrad, Adam, AdamW, RMSprop
+from kerasish.optimizers.rules_more import Adadelta, Adamax, Ftrl, Lion, Nadam
 
-ALL = {cls.__name__.lower(): cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad)}
+ALL = {cls.__name__.lower(): cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax,
+                                              Adadelta, Lion, Ftrl)}
 
 
 def get(identifier):
@@ -32,5 +35,5 @@ def serialize(optimizer):
             "config": optimizer.get_config(), "registered_name": None}
 
 
-__all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get",
-           "serialize", "deserialize"]
+__all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam",
+           "Adamax", "Adadelta", "Lion", "Ftrl", "get", "serialize", "deserialize"]

@@ -1,12 +1,19 @@
-"""Optimizer base: Keras arguments, learning rate, iteration count and slot variables.
+"""Optimizer base: Keras arguments, learning rate, iteration count, slot variables, clipping.
 
-Each update is one fused kernels_numba op per trainable variable that also zeroes
-the gradient, so a training step needs no separate zeroing launch.
+Each update is one fused kernels_numba op per trainable variable (or one for the whole
+parameter block) that also zeroes the gradient, so a training step needs no separate
+zeroing launch. Gradient clipping is fused into that op too: clipvalue elementwise;
+clipnorm / global_clipnorm through per-variable sums of squares and scale factors
+computed on the device (ops.sum_squares, ops.clip_norm_scales) that the update kernel
+reads, so a clipped step has no host round trip.
 """
+
+import re
 
 import numpy as np
 
 import kernels_numba
+from kernels_numba import ops
 from kerasish.optimizers import schedules
 from kerasish.variables import Variable
 
@@ -34,6 +41,53 @@ class HostScalar:
         self.value = value
 
 
+class ScalarVariable(HostScalar):
+    """The learning-rate variable `optimizer.learning_rate` returns, as Keras 3 does: it
+    keeps its identity when the rate is set (`opt.learning_rate = 1e-4` assigns it),
+    has `.assign()`/`.numpy()`, and reads as a number (float(), arithmetic, compare)."""
+
+    def __float__(self):
+        return float(self.value)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array(self.value, dtype=dtype or self.dtype)
+
+    def __repr__(self):
+        return f"<Variable path={self.path}, shape=(), dtype={np.dtype(self.dtype).name}, " \
+               f"value={float(self.value)}>"
+
+    def __eq__(self, other):
+        o = _number_or_none(other)
+        return NotImplemented if o is None else float(self) == o
+
+    def __ne__(self, other):
+        o = _number_or_none(other)
+        return NotImplemented if o is None else float(self) != o
+
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        return -float(self)
+
+
+def _number_or_none(other):
+    return float(other) if isinstance(other, (int, float, np.number, HostScalar)) else None
+
+
+def _scalar_op(name):
+    def op(self, other):
+        o = _number_or_none(other)
+        return NotImplemented if o is None else getattr(float(self), name)(o)
+    op.__name__ = name
+    return op
+
+
+for _name in ("add", "sub", "mul", "truediv", "pow", "radd", "rsub", "rmul", "rtruediv",
+              "rpow", "lt", "le", "gt", "ge"):
+    setattr(ScalarVariable, f"__{_name}__", _scalar_op(f"__{_name}__"))
+del _name
+
+
 class Optimizer:
     """Base class. Subclasses define SLOTS (slot names) and `_update(var, slots, lr)`."""
 
@@ -46,28 +100,43 @@ class Optimizer:
         kwargs.pop("is_legacy_optimizer", None)
         if kwargs:
             raise ValueError(f"{type(self).__name__}: unrecognized arguments {sorted(kwargs)}")
-        unsupported = {"clipnorm": clipnorm, "clipvalue": clipvalue,
-                       "global_clipnorm": global_clipnorm, "loss_scale_factor": loss_scale_factor,
+        unsupported = {"loss_scale_factor": loss_scale_factor,
                        "gradient_accumulation_steps": gradient_accumulation_steps}
         bad = {k: v for k, v in unsupported.items() if v is not None}
-        if bad or use_ema:
-            raise ValueError(f"{type(self).__name__}: unsupported arguments "
-                             f"{bad or {'use_ema': use_ema}}")
-        self.name = name or type(self).__name__.lower()
+        if bad:
+            raise ValueError(f"{type(self).__name__}: unsupported arguments {bad}")
+        if use_ema:
+            raise ValueError(f"{type(self).__name__}: use_ema=True (an exponential moving "
+                             f"average of the weights) is not supported; received "
+                             f"use_ema={use_ema!r}, ema_momentum={ema_momentum!r}")
+        clips = {"clipnorm": clipnorm, "clipvalue": clipvalue,
+                 "global_clipnorm": global_clipnorm}
+        if sum(v is not None for v in clips.values()) > 1:
+            raise ValueError(f"{type(self).__name__}: only one of `clipnorm`, `clipvalue` and "
+                             f"`global_clipnorm` can be set. Received: clipnorm={clipnorm}, "
+                             f"clipvalue={clipvalue}, global_clipnorm={global_clipnorm}")
+        for key, value in clips.items():
+            setattr(self, key, _check_clip(self, key, value))
+        self.name = name or _snake_case(type(self).__name__)  # Keras: rm_sprop, adam_w
         self._schedule = None  # a LearningRateSchedule replaces the learning-rate variable
-        self._lr = HostScalar("learning_rate", f"{self.name}/learning_rate", 0.0, np.float32)
+        self._lr = ScalarVariable("learning_rate", f"{self.name}/learning_rate", 0.0,
+                                  np.float32)
         self.learning_rate = learning_rate
         self._iterations = HostScalar("iteration", f"{self.name}/iteration", 0, np.int64)
         self.weight_decay = _check_weight_decay(self, weight_decay)
         self._slots = {}  # id(var) -> {slot_name: Variable}
         self._tracked = []
+        self._built_once = False
+        self._grad = {}  # the clipping keywords of the update being run
+        self._norms = None  # per-variable-set norm buffers (clipnorm/global_clipnorm)
 
     @property
     def learning_rate(self):
-        """The rate of the next step (a schedule is evaluated at `iterations`)."""
+        """The learning-rate variable (Keras 3: `.assign()`, `float()`, saved with the
+        optimizer), or with a schedule its value at `iterations` (a float)."""
         if self._schedule is not None:
             return float(np.float32(self._schedule(self.iterations)))
-        return float(self._lr.value)
+        return self._lr
 
     @learning_rate.setter
     def learning_rate(self, value):
@@ -93,6 +162,7 @@ class Optimizer:
 
     def build(self, variables):
         """Create zeroed slot buffers for each trainable variable (once)."""
+        self._built_once = True
         for var in variables:
             if not var.trainable or id(var) in self._slots:
                 continue
@@ -116,7 +186,14 @@ class Optimizer:
         out = [self._iterations] + ([self._lr] if self._schedule is None else [])
         for var in self._tracked:
             out.extend(self._slots[id(var)].values())
-        return out
+        return out + (self._extra_variables() if self._built_once else [])
+
+    def _extra_variables(self):
+        """Variables Keras creates in build() after the slots (Nadam's u_product)."""
+        return []
+
+    def _before_step(self, step):
+        """Once per step, before the updates (Nadam advances its u_product here)."""
 
     def use_blocks(self, variables, params, grads, offsets):
         """Slots as views into one block per slot, laid out like the parameter block
@@ -136,20 +213,73 @@ class Optimizer:
                 slot_var.value = view
         self._flat = (_Flat(params, grads), {k: _Flat(b) for k, b in blocks.items()},
                       frozenset(id(v) for v in variables))
+        # One [start, end) segment per variable (sorted): per-variable gradient norms over
+        # the block; the alignment gaps belong to none and read as 0 in the update.
+        bounds = sorted((offsets[id(v)], offsets[id(v)] + int(np.prod(v.shape, dtype=np.int64)))
+                        for v in variables)
+        device = grads_device(grads)
+        self._flat_norms = (kernels_numba.to_device(np.array(bounds, np.int64).reshape(-1, 2),
+                                                    device),
+                            kernels_numba.zeros((len(bounds),), np.float32, device),
+                            kernels_numba.zeros((len(bounds),), np.float32, device),
+                            kernels_numba.zeros((1,), np.float32, device))
 
     def apply(self, variables):
         """One update of every trainable variable from its `.grad`; zeroes the gradients.
         One launch over the blocks when they cover exactly these variables."""
-        lr = self.learning_rate
+        lr = float(self.learning_rate)
         step = self.iterations + 1
+        self._before_step(step)
         flat = getattr(self, "_flat", None)
-        if flat is not None and flat[2] == frozenset(id(v) for v in variables if v.trainable):
+        trainable = [v for v in variables if v.trainable]
+        norm = self.clipnorm or self.global_clipnorm  # Keras: 0 or None = no clipping
+        if flat is not None and flat[2] == frozenset(id(v) for v in trainable):
+            if norm:
+                segments, sums, scales, one = self._flat_norms
+                ops.sum_squares(sums, flat[0].grad, segments)
+                if self.clipnorm:
+                    ops.clip_norm_scales(scales, sums, clipnorm=norm)
+                    self._grad = {"grad_scale": scales, "segments": segments}
+                else:
+                    ops.clip_norm_scales(one, sums, clipnorm=norm, global_norm=True)
+                    self._grad = {"grad_scale": one}
+            else:
+                self._grad = self._clipvalue_kw()
             self._update(flat[0], flat[1], lr, step)
         else:
-            for var in variables:
-                if var.trainable:
-                    self._update(var, self._slots[id(var)], lr, step)
+            scales = self._variable_scales(trainable, norm) if norm else None
+            self._grad = self._clipvalue_kw()
+            for k, var in enumerate(trainable):
+                if scales is not None:
+                    self._grad = {"grad_scale": scales[k:k + 1] if self.clipnorm else scales}
+                self._update(var, self._slots[id(var)], lr, step)
+        self._grad = {}
         self._iterations.assign(step)
+
+    def _clipvalue_kw(self):
+        return {"clipvalue": self.clipvalue} if self.clipvalue else {}
+
+    def _variable_scales(self, trainable, norm):
+        """Scale factors for variables updated one by one (no parameter block): each
+        variable's sum of squares into one slot, then clipnorm's per-variable factors
+        or global_clipnorm's single one."""
+        key = tuple(id(v) for v in trainable)
+        if self._norms is None or self._norms[0] != key:
+            device = grads_device(trainable[0].grad) if trainable else kernels_numba.CPU
+            n = max(len(trainable), 1)
+            self._norms = (key, kernels_numba.zeros((n,), np.float32, device),
+                           kernels_numba.zeros((n,), np.float32, device),
+                           kernels_numba.zeros((1,), np.float32, device))
+        _, sums, scales, one = self._norms
+        if not trainable:
+            return None
+        for k, var in enumerate(trainable):
+            ops.sum_squares(sums[k:k + 1], var.grad)
+        if self.clipnorm:
+            ops.clip_norm_scales(scales, sums, clipnorm=norm)
+            return scales
+        ops.clip_norm_scales(one, sums, clipnorm=norm, global_norm=True)
+        return one
 
     def _update(self, var, slots, lr, step):
         raise NotImplementedError
@@ -160,11 +290,12 @@ class Optimizer:
         return self.weight_decay or 0.0
 
     def get_config(self):
-        rate = self.learning_rate if self._schedule is None else \
+        rate = float(self._lr.value) if self._schedule is None else \
             schedules.serialize(self._schedule)
         return {"name": self.name, "learning_rate": rate,
-                "weight_decay": self.weight_decay, "clipnorm": None, "global_clipnorm": None,
-                "clipvalue": None, "use_ema": False, "ema_momentum": 0.99,
+                "weight_decay": self.weight_decay, "clipnorm": self.clipnorm,
+                "global_clipnorm": self.global_clipnorm, "clipvalue": self.clipvalue,
+                "use_ema": False, "ema_momentum": 0.99,
                 "ema_overwrite_frequency": None, "loss_scale_factor": None,
                 "gradient_accumulation_steps": None}
 
@@ -183,6 +314,24 @@ def _check_weight_decay(opt, value):
             or not 0 <= value < float("inf"):
         raise ValueError(f"{type(opt).__name__}: expected weight_decay to be None or a finite "
                          f"float >= 0; received weight_decay={value!r}")
+    return float(value)
+
+
+def _snake_case(name):
+    """Keras's naming.to_snake_case, its default optimizer name (without the _1, _2 it
+    adds for later instances in one process)."""
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _check_clip(opt, key, value):
+    """None or a finite number >= 0 (0, like None, clips nothing, as in Keras)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not 0 <= value < float("inf"):
+        raise ValueError(f"{type(opt).__name__}: expected {key} to be None or a finite "
+                         f"float >= 0; received {key}={value!r}")
     return float(value)
 
 

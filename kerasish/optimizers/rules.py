@@ -21,7 +21,8 @@ class SGD(Optimizer):
     def _update(self, var, slots, lr, step):
         ops.sgd_update(var.value, var.grad, slots["momentum"].value if slots else None,
                        lr=lr, momentum=self.momentum, nesterov=self.nesterov,
-                       weight_decay=self._decay(), zero_grad=True)
+                       weight_decay=self._decay(), zero_grad=True,
+                       **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
@@ -42,7 +43,8 @@ class Adam(Optimizer):
     def _update(self, var, slots, lr, step):
         ops.adam_update(var.value, var.grad, slots["momentum"].value, slots["velocity"].value,
                         lr=lr, step=step, beta_1=self.beta_1, beta_2=self.beta_2,
-                        epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True)
+                        epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
+                        **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
@@ -75,7 +77,8 @@ class RMSprop(Optimizer):
                            get("momentum").value if get("momentum") else None,
                            get("average_gradient").value if get("average_gradient") else None,
                            lr=lr, rho=self.rho, momentum=self.momentum, epsilon=self.epsilon,
-                           centered=self.centered, weight_decay=self._decay(), zero_grad=True)
+                           centered=self.centered, weight_decay=self._decay(), zero_grad=True,
+                           **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,
@@ -98,7 +101,8 @@ class Adagrad(Optimizer):
 
     def _update(self, var, slots, lr, step):
         ops.adagrad_update(var.value, var.grad, slots["accumulator"].value, lr=lr,
-                           epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True)
+                           epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
+                           **self._grad)
 
     def get_config(self):
         return {**super().get_config(),

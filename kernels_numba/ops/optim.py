@@ -6,6 +6,15 @@ alpha = lr*sqrt(1-beta_2**t)/(1-beta_1**t)) in float64 and passes float32.
 `zero_grad=True` also sets g = 0 in the same kernel (saves a launch per tensor).
 `weight_decay` (every op): Keras 3's decoupled decay, w -= w * weight_decay * lr before
 the update (its base optimizer applies it so for every optimizer; AdamW is Adam with it).
+
+Gradient clipping, fused (every op takes these keywords; at most one of the two):
+- `clipvalue=c`: each gradient element clipped to [-c, c] (Keras clipvalue).
+- `grad_scale=s`: a float32 device buffer the kernel reads (no host round trip):
+  with `segments=None`, s has one element and every gradient is multiplied by s[0]
+  (global_clipnorm, or one variable's clipnorm); with `segments` (int64 (K, 2): sorted,
+  non-overlapping [start, end) ranges of the flat buffer, one per variable of a
+  parameter block), element i of segment k is multiplied by s[k], and elements in no
+  segment (alignment gaps) read 0. ops.sum_squares + ops.clip_norm_scales make s.
 """
 
 import math
@@ -15,7 +24,7 @@ import numpy as np
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
-__all__ = ["sgd_update", "adam_update", "rmsprop_update", "adagrad_update"]
+__all__ = ["sgd_update", "adam_update", "rmsprop_update", "adagrad_update", "grad_transform"]
 FAMILY = "optim"
 
 
@@ -50,8 +59,48 @@ def _buffers(op, w, **others):
             _check.array(op, name, a, shape=shape)
 
 
+# grad_at modes of the kernels (kernels_numba.cpu.optim)
+PLAIN, CLIP_VALUE, SCALE_ONE, SCALE_SEGMENTS = 0, 1, 2, 3
+
+
+def grad_transform(op, w, clipvalue=None, grad_scale=None, segments=None):
+    """(mode, clipvalue, scales, segments) for the kernels, checked: what an update op
+    does to each gradient element before using it (see the module docstring)."""
+    if clipvalue is not None and grad_scale is not None:
+        raise ValueError(f"{op}: expected at most one of clipvalue and grad_scale; received "
+                         f"clipvalue={clipvalue!r} and a grad_scale buffer")
+    if clipvalue is not None:
+        c = _number(op, "clipvalue", clipvalue, "> 0", lambda v: v > 0.0)
+        return CLIP_VALUE, np.float32(c), None, None
+    if grad_scale is None:
+        if segments is not None:
+            raise ValueError(f"{op}: expected segments only with a grad_scale buffer; "
+                             f"received segments without grad_scale")
+        return PLAIN, np.float32(0.0), None, None
+    if segments is None:
+        _check.array(op, "grad_scale", grad_scale, shape=(1,))
+        _check.same_device(op, w=w, grad_scale=grad_scale)
+        return SCALE_ONE, np.float32(0.0), grad_scale, None
+    (k, _) = _check.array(op, "segments", segments, shape=(None, 2), dtype=np.int64)
+    if k < 1:
+        raise ValueError(f"{op}: expected at least one segment; received shape (0, 2)")
+    _check.array(op, "grad_scale", grad_scale, shape=(k,))
+    _check.same_device(op, w=w, grad_scale=grad_scale, segments=segments)
+    if isinstance(segments, np.ndarray):  # device tables are checked when they are made
+        _check_segments(op, segments, int(np.prod(_check.array(op, "w", w), dtype=np.int64)))
+    return SCALE_SEGMENTS, np.float32(0.0), grad_scale, segments
+
+
+def _check_segments(op, segments, size):
+    starts, ends = segments[:, 0], segments[:, 1]
+    if (starts < 0).any() or (ends > size).any() or (ends < starts).any() or \
+            (starts[1:] < ends[:-1]).any():
+        raise ValueError(f"{op}: expected segments as sorted, non-overlapping [start, end) "
+                         f"ranges inside [0, {size}]; received {segments.tolist()[:8]}")
+
+
 def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, weight_decay=0.0,
-               zero_grad=False):
+               zero_grad=False, clipvalue=None, grad_scale=None, segments=None):
     """SGD: w -= lr*g; with momentum m = momentum*m - lr*g, then w += m.
 
     Nesterov: m as above, then w += momentum*m - lr*g.
@@ -65,6 +114,7 @@ def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, weight_
         nesterov: Nesterov momentum (needs velocity).
         weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
+        clipvalue, grad_scale, segments: gradient clipping (module docstring).
     """
     op = "sgd_update"
     _buffers(op, w, g=g, velocity=velocity)
@@ -86,6 +136,7 @@ def sgd_update(w, g, velocity=None, *, lr, momentum=0.0, nesterov=False, weight_
         nesterov=bool(nesterov),
         decay=np.float32(decay),
         zero_grad=bool(zero_grad),
+        grad=grad_transform(op, w, clipvalue, grad_scale, segments),
     )
 
 
@@ -102,6 +153,9 @@ def adam_update(
     epsilon=1e-7,
     weight_decay=0.0,
     zero_grad=False,
+    clipvalue=None,
+    grad_scale=None,
+    segments=None,
 ):
     """Adam (Keras epsilon-hat form); weight_decay > 0 gives AdamW's decoupled w -= w*wd*lr first.
 
@@ -120,6 +174,7 @@ def adam_update(
         epsilon: >= 0.
         weight_decay: >= 0 (AdamW).
         zero_grad: also zero g.
+        clipvalue, grad_scale, segments: gradient clipping (module docstring).
     """
     op = "adam_update"
     _buffers(op, w, g=g, m=m, v=v)
@@ -142,6 +197,7 @@ def adam_update(
         epsilon=np.float32(epsilon),
         decay=np.float32(weight_decay * lr),
         zero_grad=bool(zero_grad),
+        grad=grad_transform(op, w, clipvalue, grad_scale, segments),
     )
 
 
@@ -159,6 +215,9 @@ def rmsprop_update(
     centered=False,
     weight_decay=0.0,
     zero_grad=False,
+    clipvalue=None,
+    grad_scale=None,
+    segments=None,
 ):
     """RMSprop (Keras): v = rho*v + (1-rho)*g*g; inc = lr*g/sqrt(den), den = v + eps
     (centered: a = rho*a + (1-rho)*g, den = v - a*a + eps); momentum: mom = momentum*mom + inc,
@@ -177,6 +236,7 @@ def rmsprop_update(
         centered: center the second moment.
         weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
+        clipvalue, grad_scale, segments: gradient clipping (module docstring).
     """
     op = "rmsprop_update"
     lr = _nonnegative(op, "lr", lr)
@@ -213,10 +273,12 @@ def rmsprop_update(
         centered=bool(centered),
         decay=np.float32(decay),
         zero_grad=bool(zero_grad),
+        grad=grad_transform(op, w, clipvalue, grad_scale, segments),
     )
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, weight_decay=0.0, zero_grad=False):
+def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, weight_decay=0.0, zero_grad=False,
+                   clipvalue=None, grad_scale=None, segments=None):
     """Adagrad (Keras): acc += g*g; w -= lr*g/sqrt(acc + epsilon).
 
     Args:
@@ -227,6 +289,7 @@ def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, weight_decay=0.0, zer
         epsilon: >= 0.
         weight_decay: >= 0, decoupled (w -= w*weight_decay*lr first).
         zero_grad: also zero g.
+        clipvalue, grad_scale, segments: gradient clipping (module docstring).
     """
     op = "adagrad_update"
     _buffers(op, w, g=g, accumulator=accumulator)
@@ -235,4 +298,15 @@ def adagrad_update(w, g, accumulator, *, lr, epsilon=1e-7, weight_decay=0.0, zer
     decay = _nonnegative(op, "weight_decay", weight_decay) * lr
     fn = impl(op, FAMILY, w=w, g=g, accumulator=accumulator)
     fn(w, g, accumulator, lr=np.float32(lr), epsilon=np.float32(epsilon),
-       decay=np.float32(decay), zero_grad=bool(zero_grad))
+       decay=np.float32(decay), zero_grad=bool(zero_grad),
+       grad=grad_transform(op, w, clipvalue, grad_scale, segments))
+
+
+# Nadam, Adamax, Adadelta, Lion, Ftrl and the gradient norms live in their own family
+# files (size); they are part of the optimizer ops, so this module exports them too.
+from kernels_numba.ops.norms import *  # noqa: E402,F401,F403
+from kernels_numba.ops.norms import __all__ as _norms_all  # noqa: E402
+from kernels_numba.ops.optim_more import *  # noqa: E402,F401,F403
+from kernels_numba.ops.optim_more import __all__ as _more_all  # noqa: E402
+
+__all__ = __all__ + list(_norms_all) + list(_more_all)
