@@ -221,8 +221,7 @@ class Optimizer:
         self._flat_norms = (kernels_numba.to_device(np.array(bounds, np.int64).reshape(-1, 2),
                                                     device),
                             kernels_numba.zeros((len(bounds),), np.float32, device),
-                            kernels_numba.zeros((len(bounds),), np.float32, device),
-                            kernels_numba.zeros((1,), np.float32, device))
+                            kernels_numba.zeros((len(bounds),), np.float32, device))
 
     def apply(self, variables):
         """One update of every trainable variable from its `.grad`; zeroes the gradients.
@@ -235,14 +234,12 @@ class Optimizer:
         norm = self.clipnorm or self.global_clipnorm  # Keras: 0 or None = no clipping
         if flat is not None and flat[2] == frozenset(id(v) for v in trainable):
             if norm:
-                segments, sums, scales, one = self._flat_norms
+                segments, sums, scales = self._flat_norms
                 ops.sum_squares(sums, flat[0].grad, segments)
-                if self.clipnorm:
-                    ops.clip_norm_scales(scales, sums, clipnorm=norm)
-                    self._grad = {"grad_scale": scales, "segments": segments}
-                else:
-                    ops.clip_norm_scales(one, sums, clipnorm=norm, global_norm=True)
-                    self._grad = {"grad_scale": one}
+                # global: every segment gets the one factor (the gaps, in none, stay 0)
+                ops.clip_norm_scales(scales, sums, clipnorm=norm,
+                                     global_norm=not self.clipnorm)
+                self._grad = {"grad_scale": scales, "segments": segments}
             else:
                 self._grad = self._clipvalue_kw()
             self._update(flat[0], flat[1], lr, step)

@@ -59,7 +59,9 @@ def _scales(scales, s, clipnorm, global_norm):
         total = _ZERO
         for k in range(s.size):
             total += s[k]
-        scales[0] = _global_scale(total, clipnorm)
+        scale = _global_scale(total, clipnorm)
+        for k in range(scales.size):
+            scales[k] = scale
     else:
         for k in range(s.size):
             scales[k] = _each_scale(s[k], clipnorm)

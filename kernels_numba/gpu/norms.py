@@ -61,7 +61,9 @@ def _scales_kernel(scales, s, clipnorm, global_norm):
             total = _ZERO
             for j in range(s.size):
                 total += s[j]
-            scales[0] = _global_scale(total, clipnorm)
+            scale = _global_scale(total, clipnorm)
+            for j in range(scales.size):
+                scales[j] = scale
     elif k < s.size:
         scales[k] = _each_scale(s[k], clipnorm)
 

@@ -77,17 +77,19 @@ def clip_norm_scales(scales, sum_squares, *, clipnorm, global_norm=False):
     gives NaN, an infinite one 0).
     Global (global_norm=True): n = sqrt(s[0] + s[1] + ...) in order, scales[0] =
     clipnorm * min(1/n, 1/clipnorm), NaN when n is NaN or infinite (Keras's
-    clip_by_global_norm).
+    clip_by_global_norm). `scales` may then also have K elements, all set to that factor
+    (so a parameter block's update can use it with its segments: gaps stay 0).
 
     Args:
-        scales: (K,) float32 (per variable) or (1,) (global), written.
+        scales: (K,) float32 (per variable), or (1,) or (K,) (global), written.
         sum_squares: (K,) float32 from sum_squares.
         clipnorm: > 0, finite.
         global_norm: one norm over all segments.
     """
     op = "clip_norm_scales"
     (k,) = _check.array(op, "sum_squares", sum_squares, ndim=1)
-    _check.array(op, "scales", scales, shape=(1,) if global_norm else (k,))
+    if not (global_norm and _check.array(op, "scales", scales, ndim=1) == (1,)):
+        _check.array(op, "scales", scales, shape=(k,))
     try:
         c = float(clipnorm)
     except (TypeError, ValueError):

@@ -591,3 +591,10 @@ def test_clipping_arguments_are_checked():
         ops.sum_squares(np.zeros(1, np.float32), z, np.array([[0, 1], [2, 4]], np.int64))
     with pytest.raises(ValueError, match="clip_norm_scales: expected clipnorm > 0"):
         ops.clip_norm_scales(np.zeros(1, np.float32), np.zeros(1, np.float32), clipnorm=0.0)
+
+
+def test_global_scale_fills_every_segment(device):
+    scales = on(device, np.zeros(3, np.float32))
+    ops.clip_norm_scales(scales, on(device, np.array([1.0, 2.0, 1.0], np.float32)),
+                         clipnorm=1.0, global_norm=True)
+    np.testing.assert_allclose(host(scales), [0.5, 0.5, 0.5], rtol=1e-6)
