@@ -5,7 +5,7 @@ trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 name
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
-from kerasish.engine import parameters, structure, traced_loss
+from kerasish.engine import parameters, structure, traced_loss, traced_metric
 
 
 class CompileState:
@@ -26,7 +26,8 @@ class CompileState:
         self._metric_spec = metrics
         if isinstance(metrics, str) or isinstance(metrics, (list, tuple)) and \
                 not any(isinstance(m, (list, tuple, dict)) for m in metrics):
-            kmetrics.check_names(metrics)  # unknown names fail at compile, as in Keras
+            # unknown names fail at compile, as in Keras
+            kmetrics.check_names([m for m in _as_list(metrics) if not _custom_metric(m)])
         self._metrics = []
         self._executors.clear()
         self._compile_config = {
@@ -77,8 +78,15 @@ class CompileState:
                 self._output_metrics.append([])
                 continue
             loss.check_output(shape)
-            metrics = [kmetrics.resolve(n, shape, loss.sparse) for n in
-                       kmetrics.check_names(spec)]
+            metrics = []
+            for entry in spec:
+                if _custom_metric(entry):  # a Metric subclass: its update_state traced
+                    metric = traced_metric.wrap(entry)
+                    metric.bind_labels(loss.sparse)
+                    metrics.append(metric)
+                    continue
+                metrics += [kmetrics.resolve(n, shape, loss.sparse)
+                            for n in kmetrics.check_names([entry])]
             for metric in metrics:
                 if getattr(metric, "sparse", loss.sparse) != loss.sparse:
                     needs = "integer labels" if metric.sparse else "one-hot targets"
@@ -160,6 +168,17 @@ def _serialize_losses(loss):
     return klosses.serialize(klosses.get(loss))
 
 
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _custom_metric(m):
+    """A keras.metrics.Metric subclass with its own update_state (traced)."""
+    from kerasish.metrics.base import Metric
+
+    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state
+
+
 def get_loss(spec):
     """A loss object the plan can run: built-in (kerasish.losses) or traced."""
     return traced_loss.traced(spec) or klosses.get(spec)
@@ -172,5 +191,7 @@ def _serialize_metrics(metrics):
         return {k: _serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, (list, tuple)):
         return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
-                else kmetrics.serialize(kmetrics.check_names([m])[0]) for m in metrics] or None
+                else {"class_name": type(m).__name__, "config": m.get_config()}
+                if _custom_metric(m) else kmetrics.serialize(kmetrics.check_names([m])[0])
+                for m in metrics] or None
     return [kmetrics.serialize(kmetrics.check_names([metrics])[0])]

@@ -422,7 +422,7 @@ class Step:
         self.inputs = [self.acts[t] for t in g.input_ids]
         self.outputs = [self.acts[t] for t in g.output_ids]
         self.output_rows = [o.reshape((o.size // o.shape[o.ndim - 1], o.shape[o.ndim - 1]))
-                            for o in self.outputs]
+                            if o.ndim else o.reshape((1, 1)) for o in self.outputs]
         self.n_rows = [o.shape[0] for o in self.output_rows]
         self.masks = [_rows_view(m, n) for m in ex.masks]
         self.forward = []

@@ -42,10 +42,11 @@ def pack(model):
     for k, (var, size) in enumerate(zip(trainable + frozen, sizes)):
         offsets[id(var)] = offset
         count = int(np.prod(var.shape, dtype=np.int64))
-        view = block[offset:offset + count].reshape(var.shape)
+        shape = tuple(var.value.shape)  # a scalar's buffer is (1,)
+        view = block[offset:offset + count].reshape(shape)
         ops.copy(view, var.value)
         var.value = view
-        var.grad = grads[offset:offset + count].reshape(var.shape) if k < len(trainable) \
+        var.grad = grads[offset:offset + count].reshape(shape) if k < len(trainable) \
             else None
         offset += size
     model._parameter_block, model._gradient_block = block, grads

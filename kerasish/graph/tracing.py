@@ -17,6 +17,7 @@ from kerasish.graph.nodes import KerasTensor, flatten
 
 _owners = []  # layers whose call() is being traced, innermost last
 _added = []  # per trace in progress: tensors given to add_loss
+_effects = []  # per trace in progress: state updates (Variable.assign_add) to run
 
 
 def current_owner():
@@ -68,11 +69,16 @@ def _call(layer, args):
         kwargs["mask"] = None
     _owners.append(layer)
     _added.append([])
+    _effects.append([])
     try:
         return layer.call(args, **kwargs), _added[-1]
     finally:
         _owners.pop()
         _added.pop()
+        if _effects.pop():
+            raise ValueError(f"Layer '{layer.name}': updating a variable (assign/assign_add) "
+                             f"inside call() is not supported; use it in a Metric's "
+                             f"update_state")
 
 
 def symbolic_inputs(layer, input_shape):
@@ -109,6 +115,27 @@ def trace(layer, input_shape):
     nodes, _ = topology.map_graph(inputs, outputs + added, layer.name, unused_inputs="allow")
     found = traces[key] = Trace(inputs, outputs, structure, nodes, added)
     return found
+
+
+def record_effect(tensor):
+    """A state update's node (graph/ops state ops) to run with the traced graph."""
+    if not _effects:
+        raise ValueError("a variable update with a symbolic value outside a traced "
+                         "update_state")
+    _effects[-1].append(tensor)
+
+
+class capture_effects:
+    """`with capture_effects() as effects:` traces a function whose variable updates
+    become graph nodes (a Metric's update_state)."""
+
+    def __enter__(self):
+        _effects.append([])
+        return _effects[-1]
+
+    def __exit__(self, *exc):
+        _effects.pop()
+        return False
 
 
 def output_shapes(found):

@@ -78,6 +78,33 @@ class Metric:
             return 0.0
         return float(kernels_numba.to_host(self.acc)[0]) / self.count
 
+    # -- state variables of Metric subclasses (update_state traced: engine/traced_metric)
+
+    def add_variable(self, shape=(), initializer="zeros", dtype=None, aggregation="sum",
+                     name=None):
+        """Keras 3's Metric.add_variable: a non-trainable Variable on the model's device,
+        updated in a subclass's update_state with assign_add/assign."""
+        from kerasish import config, initializers
+        from kerasish.variables import Variable
+
+        if dtype not in (None, "float32", np.float32):
+            raise ValueError(f"{self.name}.add_variable: only float32 state is supported; "
+                             f"received dtype={dtype!r}")
+        found = self.__dict__.setdefault("_state_variables", [])
+        name = name or f"variable_{len(found)}"
+        shape = tuple(int(s) for s in shape)
+        value = np.asarray(initializers.get(initializer)(shape), np.float32).reshape(shape)
+        var = Variable(value, name, trainable=False, device=config.get_device(),
+                       path=f"{self.name}/{name}")
+        found.append(var)
+        return var
+
+    add_weight = add_variable
+
+    @property
+    def variables(self):
+        return list(self.__dict__.get("_state_variables", []))
+
     # -- Keras's eager API -------------------------------------------------------------
 
     def update_state(self, y_true, y_pred, sample_weight=None):

@@ -37,6 +37,10 @@ def scale_rows(y, w):
     _scale_rows(y, w)
 
 
+def cast_i32_to_f32(y, x):
+    np.copyto(y.reshape(-1), x.reshape(-1), casting="unsafe")
+
+
 def cast_f32_to_f16(y, x):
     np.copyto(y, x, casting="unsafe")
 

@@ -1,5 +1,7 @@
 """CUDA kernels for kernels_numba.ops.elementwise. Grid-stride 1-D loops over flat views."""
 
+from numba import float32
+
 from kernels_numba._cuda import cuda, grid_1d, kernel, launch
 
 F32_1D = "float32[::1]"
@@ -53,6 +55,13 @@ def _scale_rows_kernel(y, w):
         y[r, i - r * cols] *= w[r]
 
 
+@kernel("void(float32[::1], int32[::1])")
+def _cast_i32_to_f32_kernel(y, x):
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, y.shape[0], stride):
+        y[i] = float32(x[i])
+
+
 # launchers
 
 def _flat(a):
@@ -66,6 +75,10 @@ def _launch_flat(k, y, *args):
 
 def fill(y, value):
     _launch_flat(_fill_kernel, y, y.dtype.type(value))
+
+
+def cast_i32_to_f32(y, x):
+    _launch_flat(_cast_i32_to_f32_kernel, y, _flat(x))
 
 
 def scale_rows(y, w):

@@ -12,7 +12,7 @@ from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
 __all__ = ["fill", "copy", "scale", "axpy", "scale_rows", "cast_f32_to_f16",
-           "cast_f16_to_f32"]
+           "cast_f16_to_f32", "cast_i32_to_f32"]
 FAMILY = "elementwise"
 
 
@@ -41,6 +41,16 @@ def axpy(y, x, alpha):
     shape = _check.array("axpy", "x", x)
     _check.array("axpy", "y", y, shape=shape)
     impl("axpy", FAMILY, y=y, x=x)(y, x, np.float32(alpha))
+
+
+def cast_i32_to_f32(y, x):
+    """y = float32(x) (integer labels for traced metrics).  y float32, x int32, same size."""
+    _check.array("cast_i32_to_f32", "x", x, dtype=np.int32)
+    _check.array("cast_i32_to_f32", "y", y)
+    if y.size != x.size:
+        raise ValueError(f"cast_i32_to_f32: expected y.size == x.size == {x.size}; received "
+                         f"{y.size}")
+    impl("cast_i32_to_f32", FAMILY, y=y, x=x)(y, x)
 
 
 def scale_rows(y, w):

@@ -228,3 +228,42 @@ def test_loss_subclass_and_add_loss_gradients_match_finite_differences():
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), plain + 0.5 * hidden.mean(),
                                rtol=1e-5)
     check_against_finite_differences(model, x, y)
+
+
+class CategoricalTruePositives(keras.metrics.Metric):  # the training guide's, unchanged
+    def __init__(self, name="categorical_true_positives", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.true_positives = self.add_variable(shape=(), name="ctp", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = ops.reshape(ops.argmax(y_pred, axis=1), (-1, 1))
+        values = ops.cast(y_true, "int32") == ops.cast(y_pred, "int32")
+        values = ops.cast(values, "float32")
+        if sample_weight is not None:
+            sample_weight = ops.cast(sample_weight, "float32")
+            values = ops.multiply(values, sample_weight)
+        self.true_positives.assign_add(ops.sum(values))
+
+    def result(self):
+        return self.true_positives
+
+    def reset_state(self):
+        self.true_positives.assign(0.0)
+
+
+def test_metric_subclass_accumulates_on_the_device():
+    keras.utils.set_random_seed(6)
+    inputs = keras.Input(shape=(12,), name="digits")
+    x = layers.Dense(16, activation="relu")(inputs)
+    outputs = layers.Dense(4, activation="softmax", name="predictions")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    model.compile(optimizer=keras.optimizers.RMSprop(learning_rate=1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(),
+                  metrics=[CategoricalTruePositives()])
+    rng = np.random.default_rng(6)
+    x_, y_ = rng.random((50, 12)).astype(np.float32), rng.integers(0, 4, 50)
+    history = model.fit(x_, y_, batch_size=16, epochs=2, verbose=0)
+    assert "categorical_true_positives" in history.history
+    matches = int((model.predict(x_, verbose=0).argmax(1) == y_).sum())
+    logs = model.evaluate(x_, y_, batch_size=16, verbose=0, return_dict=True)
+    assert logs["categorical_true_positives"] == matches  # summed over the 4 batches

@@ -80,3 +80,10 @@ def test_scale_rows(device, shape):
     np.testing.assert_allclose(host(y), expected, rtol=1e-6, equal_nan=True)
     with pytest.raises(ValueError, match="scale_rows"):
         ops.scale_rows(on(device, y0), on(device, np.ones(shape[0] + 1, np.float32)))
+
+
+def test_cast_i32_to_f32(device):
+    x = np.array([0, -3, 7, 2**20], np.int32)
+    y = on(device, np.zeros((4, 1), np.float32))
+    ops.cast_i32_to_f32(y, on(device, x))
+    np.testing.assert_array_equal(host(y)[:, 0], x.astype(np.float32))
