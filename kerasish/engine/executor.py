@@ -132,6 +132,7 @@ class Plan:
         """Gradient storages, accumulation temporaries and zero-filled output gradients."""
         b, self.grad, self.temps, self.zero = self.batch_size, {}, {}, {}
         producer = {t: call for call in g.calls for t in call.outputs}
+        self._alias_weight_gradients(g, b)
         for t in g.added_ids:
             if self.writers[t] and self.writers[t][0] == ("added", t) and t not in self.grad:
                 end = self.bwd_time(producer[t]) if t in producer else k_calls
@@ -166,6 +167,25 @@ class Plan:
                 elif t not in self.grad:
                     end = self.bwd_time(producer[t]) if t in producer else 2 * k_calls + 1
                     self.grad[t] = Storage(size, t_b, end)
+
+    def _alias_weight_gradients(self, g, b):
+        """A weight read once in a traced call() (ReadVariable) with one gradient writer:
+        that writer writes the variable's `.grad` directly (it is zero at the start of
+        each step: the optimizer update zeroes it), so no add launch is needed."""
+        self.aliased_reads = set()
+        reads = {}
+        for call in g.calls:
+            var = getattr(call.layer, "variable", None)
+            if var is not None and hasattr(call.layer, "external_value"):
+                reads.setdefault(id(var), []).append(call)
+        for calls in reads.values():
+            call = calls[0]
+            t = call.outputs[0]
+            if len(calls) == 1 and self.runs[call.index] and len(self.writers[t]) == 1 and \
+                    call.layer.variable.grad is not None:
+                st = self.grad[t] = Storage(elements(g.shapes[t], b), 0, 0)
+                st.external = call.layer.variable.grad
+                self.aliased_reads.add(call.index)
 
     def storages(self):
         seen, out = set(), []
@@ -427,7 +447,9 @@ class Step:
         self.masks = [_rows_view(m, n) for m in ex.masks]
         self.forward = []
         for call, scratch in zip(g.calls, ex.call_scratch):
-            if not getattr(call.layer, "aliases_input", False):
+            # zero-copy layers and weights/constants (their buffer is the tensor) launch nothing
+            if not getattr(call.layer, "aliases_input", False) and \
+                    not hasattr(call.layer, "external_value"):
                 self.forward.append((call.layer, _pack([self.acts[t] for t in call.inputs],
                                                        call.list_input),
                                      _pack([self.acts[t] for t in call.outputs],
@@ -479,7 +501,7 @@ class Step:
     def _plan_backward(self, ex, plan, g, grads, n, slot):
         self.backward = []
         for call in reversed(g.calls):
-            if not plan.runs[call.index]:
+            if not plan.runs[call.index] or call.index in plan.aliased_reads:
                 continue
             for t in call.outputs:
                 if t in plan.zero:
