@@ -41,4 +41,51 @@ from kernels_numba.device import (  # noqa: E402,F401
 
 from kernels_numba._cuda import LaunchRecord, record_launches  # noqa: E402,F401
 
+# -- compile hook: tell the user once when kernels compile (kerasish prints the message) --
+
+_compile_callbacks = []
+_compile_state = {"listening": False, "compiled": False}
+
+
+def _listen_for_compiles():
+    from numba.core import event
+
+    class _FirstCompile(event.Listener):
+        # numba fires "numba:compile" only for a real compile, never for a disk-cache load.
+        def on_start(self, ev):
+            fn = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if _compile_state["compiled"] or not getattr(fn, "__module__", "").startswith(
+                    "kernels_numba"):
+                return
+            _compile_state["compiled"] = True
+            for callback in list(_compile_callbacks):
+                callback()
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", _FirstCompile())
+    _compile_state["listening"] = True
+
+
+def on_first_compile(callback):
+    """Call `callback()` when this process first compiles a kernels_numba kernel (at most
+    once per process; loading kernels from numba's disk cache is not compiling). Returns
+    a function that unregisters it. Compiles that happened before are not replayed."""
+    if not _compile_state["listening"]:
+        _listen_for_compiles()
+    _compile_callbacks.append(callback)
+
+    def remove():
+        if callback in _compile_callbacks:
+            _compile_callbacks.remove(callback)
+
+    return remove
+
+
+def kernels_compiled():
+    """Whether this process has compiled (not just loaded from cache) a kernels_numba kernel
+    since the first `on_first_compile` registration."""
+    return _compile_state["compiled"]
+
 __version__ = "0.1.0"

@@ -1,7 +1,24 @@
 """`ProgbarLogger`: prints fit/evaluate/predict progress (keras-reference.md §3.1)."""
 
+import sys
+
+import kernels_numba
 from kerasish.callbacks.callback import Callback
+from kerasish.utils import progbar as _progbar
 from kerasish.utils.progbar import Progbar, print_msg, resolve_verbose
+
+COMPILE_MESSAGE = "compiling kernels for this CPU; cached for next time"
+
+
+def _say_compiling():
+    # Above a live tqdm bar (redrawn under it); otherwise on stderr, so the Keras lines
+    # on stdout stay exactly Keras's.
+    bar = _progbar._active_bar() if _progbar._active_bar is not None else None
+    if bar is not None and not bar.disable:
+        print_msg(COMPILE_MESSAGE)
+    else:
+        sys.stderr.write(COMPILE_MESSAGE + "\n")
+        sys.stderr.flush()
 
 
 class ProgbarLogger(Callback):
@@ -28,6 +45,7 @@ class ProgbarLogger(Callback):
         self.epochs = 1
         self.seen = 0
         self._called_in_fit = False
+        self._unlisten = None
 
     def set_params(self, params):
         self.verbose = resolve_verbose(params.get("verbose", 1))
@@ -39,11 +57,21 @@ class ProgbarLogger(Callback):
         if self.progbar is not None:
             self.progbar.close(aborted=aborted)
         self.progbar = None
+        self._stop_listening()
+
+    def _stop_listening(self):
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
 
     def _start(self):
         self.close()
         self.seen = 0
         if self.verbose:
+            # A cold numba cache compiles kernels in the first steps (seconds): say why the
+            # bar waits, once per process, and only when something really compiles.
+            if not kernels_numba.kernels_compiled():
+                self._unlisten = kernels_numba.on_first_compile(_say_compiling)
             self.progbar = Progbar(self.target, verbose=self.verbose, unit_name="step",
                                    plain_interval=self.plain_interval)
 
@@ -53,6 +81,7 @@ class ProgbarLogger(Callback):
             self.progbar.update(self.seen, logs)
 
     def _finalize(self, logs):
+        self._stop_listening()
         if self.progbar is None:
             return
         if self.progbar.target is None:  # unknown length: now we know it

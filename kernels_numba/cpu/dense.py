@@ -2,14 +2,16 @@
 
 GEMMs go through kernels_numba.cpu.gemm (NumPy's BLAS on output blocks, in
 parallel; transposed operands are views, which BLAS takes as transpose flags).
-Bias + activation run as one njit pass after the product (parallel over rows for
-large outputs). The CUDA split-K/bias workspace is accepted and ignored (the CPU
+Bias + activation run as one njit pass after the product (split over rows across
+threads by kernels_numba.cpu._parallel for large outputs; the same serial function
+either way, compiled once). The CUDA split-K/bias workspace is accepted and ignored (the CPU
 GEMM's K-split partial products are added in a fixed order already).
 """
 
 import numba
 import numpy as np
 
+from kernels_numba.cpu._parallel import f32_1d, f32_2d, lazy_part, pack, run_parts
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, act_forward_scalar
 from kernels_numba.cpu.gemm import gemm, product_scratch
 from kernels_numba.ops.activation import KIND_CODES
@@ -19,7 +21,7 @@ _ZERO = np.float32(0.0)
 RELU = KIND_CODES["relu"]
 
 
-@numba.njit(cache=True)
+@numba.njit(nogil=True, cache=True)
 def _bias_activation_rows(y, b, has_bias, code, r0, r1):
     if code == RELU and has_bias:  # the common case gets a loop LLVM vectorizes
         for r in range(r0, r1):
@@ -35,17 +37,13 @@ def _bias_activation_rows(y, b, has_bias, code, r0, r1):
             y[r, j] = act_forward_scalar(v, code, _ZERO)
 
 
-@numba.njit(cache=True)
-def _bias_activation_serial(y, b, has_bias, code):
-    _bias_activation_rows(y, b, has_bias, code, 0, y.shape[0])
-
-
-@numba.njit(parallel=True, cache=True)
-def _bias_activation_parallel(y, b, has_bias, code):
+@lazy_part
+def _bias_activation_part(args, p, parts):
+    a = numba.carray(args, 6)  # y (2-D), b (1-D), has_bias, code
+    y, b = f32_2d(a, 0), f32_1d(a, 3)
     rows = y.shape[0]
-    chunk = 8
-    for c in numba.prange((rows + chunk - 1) // chunk):
-        _bias_activation_rows(y, b, has_bias, code, c * chunk, min(rows, (c + 1) * chunk))
+    _bias_activation_rows(y, b, a[5] >> 8 != 0, a[5] & 255, rows * p // parts,
+                          rows * (p + 1) // parts)
 
 
 @numba.njit(cache=True)
@@ -84,9 +82,11 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
     code = KIND_CODES[activation]
     if (b is not None or code != KIND_CODES["linear"]) and y.size:
         bias = _NO_BIAS if b is None else b
-        big = y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8
-        (_bias_activation_parallel if big else _bias_activation_serial)(
-            y, bias, b is not None, code)
+        if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
+            flags = (int(b is not None) << 8) | code
+            run_parts(_bias_activation_part, pack(y, bias, flags))
+        else:
+            _bias_activation_rows(y, bias, b is not None, code, 0, y.shape[0])
 
 
 def dense_backward(dx, dw, db, dy, x, w, workspace=None):

@@ -6,8 +6,9 @@ and numba's loops fought for the cores; under any other load a CNN step took 7-2
 longer). Here the product is cut into one block per thread: rows of C, columns of C
 when C is wide, or, for weight gradients (small C, long K), slices of K whose partial
 products are added in a fixed order. Each block is one BLAS call on the operands in
-place (transposed views are BLAS transpose flags, no copies), issued from a numba
-prange, so all CPU parallelism uses numba's one pool (~15 us per parallel region,
+place (transposed views are BLAS transpose flags, no copies), issued from numba's
+threads by kernels_numba.cpu._parallel.run_parts (the one compiled parallel loop, which
+calls `_split_part` by address), so all CPU parallelism uses numba's one pool (~15 us per parallel region,
 against ~40 us for a Python thread handoff) and nothing spins between calls. Every
 element of C is computed the same way whatever the timing: results are reproducible.
 
@@ -26,6 +27,7 @@ from numba.extending import intrinsic
 
 from kernels_numba import _blas
 from kernels_numba._blas import NO_TRANS
+from kernels_numba.cpu._parallel import f32_bits, from_f32_bits, lazy_part, pack, run_parts
 
 # Below this many multiply-adds one call on the caller's thread beats a parallel region.
 SPLIT_MIN_MACS = 1 << 20
@@ -76,30 +78,43 @@ def _sgemm_at(typingctx, address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc,
     return sig, codegen
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
-def _split(address, a, b, c, partials, ta, tb, lda, ldb, ldc, m, n, k, beta, parts, how,
-           int_marker):
-    for p in numba.prange(parts):
-        if how == ROWS:
-            r0, r1 = m * p // parts, m * (p + 1) // parts
-            a_off = r0 * lda if ta == NO_TRANS else r0
-            _sgemm_at(address, ta, tb, r1 - r0, n, k, a + 4 * a_off, lda, b, ldb, beta,
-                      c + 4 * r0 * ldc, ldc, int_marker)
-        elif how == COLUMNS:
-            q0, q1 = n * p // parts, n * (p + 1) // parts
-            b_off = q0 if tb == NO_TRANS else q0 * ldb
-            _sgemm_at(address, ta, tb, m, q1 - q0, k, a, lda, b + 4 * b_off, ldb, beta,
-                      c + 4 * q0, ldc, int_marker)
+@numba.njit(nogil=True, inline="always")
+def _sgemm_block(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, wide):
+    if wide:
+        _sgemm_at(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, np.int64(0))
+    else:
+        _sgemm_at(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, np.int32(0))
+
+
+def _split_part(args, p, parts):
+    """Block p of parts of one product (a kernels_numba.cpu._parallel part)."""
+    v = numba.carray(args, 16)
+    address, a, b, c, partials = v[0], v[1], v[2], v[3], v[4]
+    ta, tb, lda, ldb, ldc, m, n, k = v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]
+    beta, how, wide = from_f32_bits(v[13]), v[14], v[15] != 0
+    if how == ROWS:
+        r0, r1 = m * p // parts, m * (p + 1) // parts
+        a_off = r0 * lda if ta == NO_TRANS else r0
+        _sgemm_block(address, ta, tb, r1 - r0, n, k, a + 4 * a_off, lda, b, ldb, beta,
+                     c + 4 * r0 * ldc, ldc, wide)
+    elif how == COLUMNS:
+        q0, q1 = n * p // parts, n * (p + 1) // parts
+        b_off = q0 if tb == NO_TRANS else q0 * ldb
+        _sgemm_block(address, ta, tb, m, q1 - q0, k, a, lda, b + 4 * b_off, ldb, beta,
+                     c + 4 * q0, ldc, wide)
+    else:
+        k0, k1 = k * p // parts, k * (p + 1) // parts
+        a_off = k0 if ta == NO_TRANS else k0 * lda
+        b_off = k0 * ldb if tb == NO_TRANS else k0
+        if p == 0:  # block 0 goes to C itself (with beta), the others to partials
+            _sgemm_block(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
+                         ldb, beta, c, ldc, wide)
         else:
-            k0, k1 = k * p // parts, k * (p + 1) // parts
-            a_off = k0 if ta == NO_TRANS else k0 * lda
-            b_off = k0 * ldb if tb == NO_TRANS else k0
-            if p == 0:  # block 0 goes to C itself (with beta), the others to partials
-                _sgemm_at(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
-                          ldb, beta, c, ldc, int_marker)
-            else:
-                _sgemm_at(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
-                          ldb, 0.0, partials + 4 * (p - 1) * m * n, n, int_marker)
+            _sgemm_block(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
+                         ldb, np.float32(0.0), partials + 4 * (p - 1) * m * n, n, wide)
+
+
+_split_part = lazy_part(_split_part)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -116,7 +131,7 @@ def _add_partials(c, partials):
 _SGEMM = _blas.sgemm_function()
 if _SGEMM is not None:
     _ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
-    _INT_MARKER = np.int64(0) if _blas.sgemm_int_bits() == 64 else np.int32(0)
+    _WIDE = int(_blas.sgemm_int_bits() == 64)
 
 
 def _fallback(c, a, b, accumulate):
@@ -149,10 +164,11 @@ def gemm(c, a, b, *, accumulate=False):
     if k > 4 * max(m, n):
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
-        _split(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb, ldc,
-               m, n, k, beta, parts, REDUCTION, _INT_MARKER)
+        run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb,
+                                    lda, ldb, ldc, m, n, k, f32_bits(beta), REDUCTION, _WIDE),
+                  parts)
         _add_partials(c, partials)
         return
     how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
-    _split(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k, beta, parts, how,
-           _INT_MARKER)
+    run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
+                                f32_bits(beta), how, _WIDE), parts)

@@ -1,6 +1,9 @@
 """CPU twins of kernels_numba.ops.pool2d (validated arguments only).
 
-Parallel over (sample, output row) pairs, channels innermost so every access is
+Max-pooling: serial loops over a range of (sample, row) pairs, split across threads by
+kernels_numba.cpu._parallel (one compiled parallel loop for all kernels: a cold start
+compiles these as serial functions). Average pooling: parallel over (sample, output
+row) pairs. Channels innermost so every access is
 contiguous. Both backwards are gathers over the windows containing each dx element,
 in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that element
 (the same sums, in the same order, as the CUDA kernel). A NaN in a window wins it
@@ -10,21 +13,23 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 import numba
 import numpy as np
 
+from kernels_numba.cpu._parallel import f32_4d, i32_4d, lazy_part, pack, run_parts, split
 from kernels_numba.cpu.conv2d import window_range
 from kernels_numba.ops.pool2d import pool_plan
 
 # njit loops
 
-@numba.njit(parallel=True, cache=True)
-def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl):
+@numba.njit(nogil=True, cache=True)
+def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
+    # Rows r0..r1 of the (sample, output row) pairs.
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
-    for r in numba.prange(n * ho):
+    best = np.empty(c, np.float32)
+    where = np.empty(c, np.int32)
+    for r in range(r0, r1):
         b = r // ho
         oh = r - b * ho
         h0, h1 = max(oh * sh - pt, 0), min(oh * sh - pt + ph, h)
-        best = np.empty(c, np.float32)
-        where = np.empty(c, np.int32)
         for ow in range(wo):
             w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
             # Padded cells count as -inf, so they never win: start from the first real
@@ -47,15 +52,15 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl):
                 argmax[b, oh, ow, ch] = where[ch]
 
 
-@numba.njit(parallel=True, cache=True)
-def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl):
-    # Gather, parallel over (sample, input row): an argmax entry that is not a cell of its
+@numba.njit(nogil=True, cache=True)
+def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
+    # Gather over (sample, input row) pairs r0..r1: an argmax entry that is not a cell of its
     # own window is never matched. Adding a selected +0 leaves a sum's bits alone, so the
     # channel loops are selects (they vectorize) and the sums match a scatter in (oh, ow) order.
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
     zero = np.float32(0.0)
-    for r in numba.prange(n * h):
+    for r in range(r0, r1):
         b = r // h
         ih = r - b * h
         oh0, oh1 = window_range(ih, ph, sh, pt, ho)
@@ -155,16 +160,42 @@ def _global_avgpool_backward(dx, dy):
                 dx[b, p, ch] = dy[b, ch] * inv
 
 
+# parts for kernels_numba.cpu._parallel: (a1, a2, a3, ph, pw, sh, sw, pt, pl) packed
+
+@lazy_part
+def _maxpool_forward_part(args, p, parts):
+    a = numba.carray(args, 21)
+    y, argmax, x = f32_4d(a, 0), i32_4d(a, 5), f32_4d(a, 10)
+    rows = x.shape[0] * y.shape[1]
+    _maxpool_forward(y, argmax, x, a[15], a[16], a[17], a[18], a[19], a[20],
+                     rows * p // parts, rows * (p + 1) // parts)
+
+
+@lazy_part
+def _maxpool_backward_part(args, p, parts):
+    a = numba.carray(args, 21)
+    dx, dy, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    rows = dx.shape[0] * dx.shape[1]
+    _maxpool_backward(dx, dy, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
+                      rows * p // parts, rows * (p + 1) // parts)
+
+
 # launchers
 
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl)
+    if split(x.size):
+        run_parts(_maxpool_forward_part, pack(y, argmax, x, ph, pw, sh, sw, pt, pl))
+    else:
+        _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, 0, y.shape[0] * y.shape[1])
 
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl)
+    if split(dx.size):
+        run_parts(_maxpool_backward_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl))
+    else:
+        _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 0, dx.shape[0] * dx.shape[1])
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):

@@ -1,0 +1,139 @@
+"""One compiled parallel loop for every CPU kernel that splits its work: `run_parts`.
+
+A `parallel=True` njit function is the slowest thing numba compiles (parfor analysis,
+a second pipeline for the gufunc, then LLVM on both): 1-2 s each on a cold cache,
+against 0.1-0.8 s for the same loops serial. So a splittable kernel is written once,
+serial, over a range of its work (`rows(..., r0, r1)`, @njit(nogil=True, cache=True)),
+plus a small C-callable "part" (@numba.cfunc with PART_SIG) that unpacks its arguments
+from an int64 vector and calls `rows` on block p of parts; `run_parts` runs the parts
+on numba's threads from ONE parallel loop (`_drive`, compiled once per machine for all
+kernels, by address: nothing about a kernel is baked into it, so it is disk-cached).
+Small work calls `rows` directly on the whole range: the same specialisation (C arrays,
+int64 scalars), so one compile serves both paths, and every element is computed the
+same way whatever the path or the timing (bit-identical results).
+
+The argument vector: arrays as (address, shape...) entries (`pack`), scalars as int64;
+float scalars go bit-cast (`f32_bits` / `from_f32_bits`). Parts are compiled lazily,
+on first use (`lazy_part`), so a model compiles only the kernels it runs.
+"""
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+PART_SIG = types.void(types.CPointer(types.int64), types.int64, types.int64)
+# Below this many elements of work, waking the thread pool costs more than it saves.
+PARALLEL_MIN_WORK = 1 << 15
+
+
+@intrinsic
+def _call_part(typingctx, address, args, p, parts):
+    """Call the `void(int64*, int64, int64)` function at `address`."""
+    sig = types.void(address, args, p, parts)
+
+    def codegen(context, builder, signature, values):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i64, i64, i64])
+        fn = builder.inttoptr(values[0], fnty.as_pointer())
+        builder.call(fn, list(values[1:]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _drive(address, args, parts):
+    for p in numba.prange(parts):
+        _call_part(address, args, p, parts)
+
+
+def _pointer_intrinsic(numba_type, llvm_type):
+    @intrinsic
+    def as_pointer(typingctx, address):
+        def codegen(context, builder, signature, values):
+            return builder.inttoptr(values[0], ir.PointerType(llvm_type))
+
+        return types.CPointer(numba_type)(address), codegen
+
+    return as_pointer
+
+
+f32_pointer = _pointer_intrinsic(types.float32, ir.FloatType())
+i32_pointer = _pointer_intrinsic(types.int32, ir.IntType(32))
+
+
+@intrinsic
+def from_f32_bits(typingctx, bits):
+    """The float32 whose bit pattern is the low 32 bits of an int64 (see f32_bits)."""
+    def codegen(context, builder, signature, values):
+        low = builder.trunc(values[0], ir.IntType(32))
+        return builder.bitcast(low, ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+def f32_bits(value):
+    """An argument-vector entry carrying the float32 `value` bit for bit."""
+    return int(np.float32(value).view(np.int32))
+
+
+# Views of the arrays packed at a[k] (address) and a[k+1:] (shape), one per rank used.
+@numba.njit(inline="always")
+def f32_1d(a, k):
+    return numba.carray(f32_pointer(a[k]), (a[k + 1],))
+
+
+@numba.njit(inline="always")
+def f32_2d(a, k):
+    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2]))
+
+
+@numba.njit(inline="always")
+def f32_4d(a, k):
+    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
+
+
+@numba.njit(inline="always")
+def i32_4d(a, k):
+    return numba.carray(i32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
+
+
+def pack(*items):
+    """The int64 argument vector: a C-contiguous array -> address, shape...; an int -> itself."""
+    out = []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            out.append(item.ctypes.data)
+            out.extend(item.shape)
+        else:
+            out.append(int(item))
+    return np.array(out, np.int64)
+
+
+class lazy_part:
+    """A part function, turned into a cached cfunc the first time it runs."""
+
+    def __init__(self, py_func):
+        self.py_func = py_func
+        self._cfunc = None
+
+    @property
+    def address(self):
+        if self._cfunc is None:
+            self._cfunc = numba.cfunc(PART_SIG, nopython=True, cache=True)(self.py_func)
+        return self._cfunc.address
+
+
+def run_parts(part, args, parts=None):
+    """Run part(args, p, parts) for p in range(parts) (default: one per thread) on numba's
+    threads. `args` (from `pack`) must stay alive until this returns; it does, as a local."""
+    if parts is None:
+        parts = numba.get_num_threads()
+    _drive(part.address, args.ctypes.data, parts)
+
+
+def split(work):
+    """Whether `work` elements are worth waking the thread pool for."""
+    return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1

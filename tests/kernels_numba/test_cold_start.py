@@ -1,0 +1,190 @@
+"""A fresh machine's first fit: the one parallel loop (kernels_numba.cpu._parallel), the
+compile hook and its message, and numba's cache for a read-only (non-editable) install."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import kernels_numba
+from kernels_numba.cpu import _parallel, dense, gemm, pool2d
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bits(a):
+    return a.view(np.uint32 if a.dtype == np.float32 else np.int32)
+
+
+# -- split paths give the serial path's bits ------------------------------------------
+
+@pytest.mark.parametrize("shape,pool,strides,padding", [
+    ((3, 33, 29, 37), (2, 2), (2, 2), "valid"),   # big enough to split, odd sizes
+    ((2, 41, 23, 40), (3, 3), (2, 2), "same"),    # overlapping windows, padded edges
+])
+def test_maxpool_split_matches_serial(shape, pool, strides, padding):
+    assert _parallel.split(int(np.prod(shape)))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    ph, pw, sh, sw, ho, wo, pt, pl = pool2d.pool_plan(x.shape, pool, strides, padding)
+    y = np.empty((shape[0], ho, wo, shape[3]), np.float32)
+    am = np.empty(y.shape, np.int32)
+    pool2d.maxpool2d_forward(y, am, x, pool_size=pool, strides=strides, padding=padding)
+    y1, am1 = np.empty_like(y), np.empty_like(am)
+    pool2d._maxpool_forward(y1, am1, x, ph, pw, sh, sw, pt, pl, 0, shape[0] * ho)
+    np.testing.assert_array_equal(_bits(y), _bits(y1))
+    np.testing.assert_array_equal(am, am1)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx = np.full_like(x, 7.0)
+    pool2d.maxpool2d_backward(dx, dy, am, pool_size=pool, strides=strides, padding=padding)
+    dx1 = np.full_like(x, 7.0)
+    pool2d._maxpool_backward(dx1, dy, am, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1])
+    np.testing.assert_array_equal(_bits(dx), _bits(dx1))
+    # The gather equals a float64 scatter of dy to each window's argmax.
+    ref = np.zeros(x.size)
+    for flat, g in zip((am + np.arange(shape[0])[:, None, None, None] * x[0].size).ravel(),
+                       dy.ravel()):
+        ref[flat] += g
+    np.testing.assert_allclose(dx.ravel(), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["relu", "sigmoid"])
+def test_dense_bias_activation_split_matches_serial(activation):
+    rng = np.random.default_rng(1)
+    rows, cols = 517, 515  # above PARALLEL_MIN_SIZE with more than 8 rows
+    assert rows * cols >= dense.PARALLEL_MIN_SIZE
+    pre = rng.standard_normal((rows, cols)).astype(np.float32)
+    pre[3, 4] = np.nan
+    b = rng.standard_normal(cols).astype(np.float32)
+    code = dense.KIND_CODES[activation]
+    split = pre.copy()
+    _parallel.run_parts(dense._bias_activation_part,
+                        _parallel.pack(split, b, (1 << 8) | code))
+    serial = pre.copy()
+    dense._bias_activation_rows(serial, b, True, code, 0, rows)
+    np.testing.assert_array_equal(_bits(split), _bits(serial))
+    z = pre.astype(np.float64) + b
+    ref = np.maximum(z, 0) if activation == "relu" else 1 / (1 + np.exp(-z))
+    ref[3, 4] = np.nan
+    np.testing.assert_allclose(serial, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,n,k,accumulate", [(301, 67, 129, False), (65, 303, 97, True),
+                                               (9, 17, 20011, True)])
+def test_gemm_split_blocks(m, n, k, accumulate):
+    """Rows, columns and K-slices (partials added in order), against float64."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((k, m)).astype(np.float32).T  # a transposed view: a BLAS flag
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    ref = a.astype(np.float64) @ b + (c if accumulate else 0)
+    gemm.gemm(c, a, b, accumulate=accumulate)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3 * np.sqrt(k))
+
+
+def test_f32_bits_round_trip():
+    for value in (0.0, -0.0, 1.0, 0.1, -3.25e38, np.inf, np.nan):
+        bits = _parallel.f32_bits(value)
+        assert np.int32(bits).view(np.float32).tobytes() == np.float32(value).tobytes()
+
+
+# -- the compile hook (child processes: each needs its own numba state) -----------------
+
+_HOOK_CHILD = textwrap.dedent("""
+    import numpy as np
+    import kernels_numba
+    from kernels_numba.cpu import pool2d
+    calls = []
+    kernels_numba.on_first_compile(lambda: calls.append(1))
+    x = np.random.default_rng(0).random((1, 5, 3, 2), dtype=np.float32)
+    y = np.empty((1, 2, 1, 2), np.float32); am = np.empty(y.shape, np.int32)
+    for _ in range(2):  # the second call compiles nothing
+        pool2d.maxpool2d_forward(y, am, x, pool_size=(2, 2), strides=(2, 2))
+    print("CALLS", len(calls), kernels_numba.kernels_compiled())
+""")
+
+
+def _child(code, env, cwd=ROOT, prefix=()):
+    run = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, cwd=cwd, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout + run.stderr
+
+
+def test_compile_hook_fires_once_and_not_on_a_cache_hit(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    assert "CALLS 1 True" in _child(_HOOK_CHILD, env)   # empty cache: compiled, told once
+    assert "CALLS 0 False" in _child(_HOOK_CHILD, env)  # same cache: loaded, silent
+
+
+def test_compile_hook_unregisters():
+    remove = kernels_numba.on_first_compile(lambda: None)
+    remove()
+    remove()  # twice is harmless
+
+
+# -- a non-editable install into a read-only site-packages ------------------------------
+
+_FIT_CHILD = textwrap.dedent("""
+    import numpy as np
+    from numba.core import event
+    compiled = []
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__module__)
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Count())
+    import kerasish
+    from kerasish import layers, models
+    assert "site" in kerasish.__file__, kerasish.__file__
+    kerasish.utils.set_random_seed(0)
+    model = models.Sequential([layers.Dense(5, activation="relu", input_shape=(3,)),
+                               layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    model.fit(rng.random((8, 3), dtype=np.float32), rng.random((8, 2), dtype=np.float32),
+              batch_size=4, epochs=1, verbose=2)
+    print("KERNEL_COMPILES", sum(m.startswith("kernels_numba") for m in compiled))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux permissions")
+def test_read_only_install_caches_in_the_user_directory(tmp_path):
+    """pip install (not editable) into a directory, make it read-only, fit twice: numba
+    falls back to the user cache directory (XDG_CACHE_HOME/numba); the second start
+    compiles no kernel, and only the first prints the compile message (once)."""
+    site = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                          "--no-build-isolation", "--no-compile", "-q", "--target", str(site),
+                          ROOT], capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    prefix = ()
+    if os.geteuid() == 0:  # root writes through chmod: drop the capability that allows it
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: cannot make a read-only install")
+        prefix = ("setpriv", "--inh-caps=-all", "--bounding-set=-all")
+    subprocess.run(["chmod", "-R", "a-w", str(site)], check=True)
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+        env.update(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "user-cache"),
+                   HOME=str(tmp_path))
+        work = tmp_path / "work"
+        work.mkdir()
+        first = _child(_FIT_CHILD, env, cwd=str(work), prefix=prefix)
+        second = _child(_FIT_CHILD, env, cwd=str(work), prefix=prefix)
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(site)], check=True)
+    message = "compiling kernels for this CPU; cached for next time"
+    assert first.count(message) == 1, first
+    assert int(first.split("KERNEL_COMPILES")[1].split()[0]) > 0, first
+    assert message not in second, second
+    assert "KERNEL_COMPILES 0" in second, second
+    assert list((tmp_path / "user-cache" / "numba").rglob("*.nbi")), "no user cache files"
+    assert not list(site.rglob("*.nbi")), "cache files inside the read-only install"
