@@ -185,18 +185,31 @@ def reduce_logs(coll, model, read):
     rank: each metric's accumulator and sample count are summed over the ranks
     (float64), swapped in for the read and restored, so rank 0's logs are the means
     over the whole global data, as one process would log them."""
-    metrics = _trackers(model)
+    metrics = [m for m in _trackers(model) if getattr(m, "acc", None) is not None]
     if not metrics:
         return read()
-    local = np.array([float(kernels_numba.to_host(m.acc)[0]) for m in metrics] +
-                     [float(m.count) for m in metrics], np.float64)
+    states = [getattr(m, "state", None) or {"acc": m.acc} for m in metrics]
+    parts = [kernels_numba.to_host(buf).astype(np.float64).ravel()
+             for state in states for buf in state.values()]
+    local = np.concatenate(parts + [np.array([float(m.count) for m in metrics])])
     total = coll.allreduce(local, "metrics all-reduce")
-    saved = [(m.acc, m.count) for m in metrics]
+    saved = [(m.acc, getattr(m, "state", None), m.count) for m in metrics]
     try:
+        offset = 0
+        for m, state in zip(metrics, states):  # every accumulator (AUC keeps several)
+            summed = {}
+            for key, buf in state.items():
+                size = int(np.prod(buf.shape))
+                summed[key] = total[offset:offset + size].reshape(buf.shape)  # host arrays
+                offset += size
+            m.acc = next(iter(summed.values()))
+            if getattr(m, "state", None) is not None:
+                m.state = summed
         for k, m in enumerate(metrics):
-            m.acc = np.array([total[k]], np.float64)  # a host array: to_host copies it
-            m.count = int(round(total[len(metrics) + k]))
+            m.count = int(round(total[offset + k]))
         return read()
     finally:
-        for m, (acc, count) in zip(metrics, saved):
+        for m, (acc, state, count) in zip(metrics, saved):
             m.acc, m.count = acc, count
+            if state is not None:
+                m.state = state

@@ -18,10 +18,14 @@ from kernels_numba.ops import (  # noqa: F401
     loss,
     layernorm,
     merge,
+    metric,
     noise,
+    norms,
     normalization,
     optim,
+    optim_more,
     permute,
+    pointwise_loss,
     pool2d,
     recurrent,
     reduce,
@@ -43,6 +47,7 @@ from kernels_numba.ops.layout import *  # noqa: F401,F403
 from kernels_numba.ops.layernorm import *  # noqa: F401,F403
 from kernels_numba.ops.loss import *  # noqa: F401,F403
 from kernels_numba.ops.merge import *  # noqa: F401,F403
+from kernels_numba.ops.metric import *  # noqa: F401,F403
 from kernels_numba.ops.noise import *  # noqa: F401,F403
 from kernels_numba.ops.normalization import *  # noqa: F401,F403
 from kernels_numba.ops.optim import *  # noqa: F401,F403
@@ -57,4 +62,5 @@ from kernels_numba.ops.resample import *  # noqa: F401,F403
 FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normalization",
             "dropout", "loss", "reduction", "optim", "recurrent",
             "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
-            "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout")
+            "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout",
+            "pointwise_loss", "metric", "norms", "optim_more")
