@@ -1,9 +1,10 @@
 """SimpleRNN, LSTM and GRU on kernels_numba's recurrent ops (Keras 3 weight layout).
 
 Per call: the input, time-major, goes through ONE GEMM with the kernel for all steps;
-each step is one recurrent GEMM (ops.matmul, beta=1 into the step's gate rows) plus one
-fused step kernel; backward walks the steps in reverse (one fused kernel + one GEMM per
-step) and ends with one GEMM per weight over all steps. Every buffer is layer scratch.
+then ops.rnn_sequence_forward runs the T steps (each one recurrent GEMM into the step's
+gate rows plus one fused step kernel) in one call; backward, ops.rnn_sequence_backward
+walks the steps in reverse (one fused kernel + one GEMM per step) and the layer ends
+with one GEMM per weight over all steps. Every buffer is layer scratch.
 
 Inputs: x (N, T, F), or [x, h0] / [x, h0, c0] (initial states). Outputs: the last h
 (N, U) or the sequence (N, T, U) (return_sequences), plus the final states as a list
@@ -70,6 +71,7 @@ _REFUSED = {"stateful": False, "unroll": False, "use_cudnn": "auto", "time_major
 
 class _RNN(Layer):
     GATES = 1
+    KIND = "simple"
     CELL = "simple_rnn_cell"
     STATES = 1
     supports_masking = True
@@ -195,9 +197,6 @@ class _RNN(Layer):
             y, outs = y[0], list(y[1:])
         return x, states, y, outs
 
-    def _col(self, s, t):
-        return t - 1 - s if self.go_backwards else s
-
     def _masks(self, n, training):
         """Draw this batch's dropout masks (same for every step)."""
         self._dropped = bool(training) and (self.dropout > 0 or self.recurrent_dropout > 0)
@@ -233,12 +232,13 @@ class _RNN(Layer):
                 ops.copy(buf[0], states[k])
             else:
                 ops.fill(buf[0], 0.0)
-        for s in range(t):
-            hp = h[s]
-            if rdrop:
-                hp = self._buf("hd", t, n, u)[s]
-                ops.dropout_backward(hp, h[s], self._buf("rmask", n, u))
-            self._step_forward(s, self._col(s, t), gates, h, c, hp, mask)
+        ops.rnn_sequence_forward(
+            h, gates, self.recurrent_kernel.value, cell=self.KIND, c=c,
+            inner=self._buf("inner", t, n, g) if self.GATES == 3 else None,
+            bias=self.bias.value if self.use_bias else None, mask=mask,
+            rmask=self._buf("rmask", n, u) if rdrop else None,
+            hd=self._buf("hd", t, n, u) if rdrop else None, go_backwards=self.go_backwards,
+            activation=self.activation, recurrent_activation=self.recurrent_activation)
         if self.return_sequences:
             ops.from_time_major(y, h[1:])
             if self.zero_output_for_mask and mask is not None:
@@ -284,16 +284,14 @@ class _RNN(Layer):
         for k, d in enumerate(dout):
             if d is not None:
                 ops.axpy((dh, dc)[k], d, 1.0)
-        seq = dy if self.return_sequences else None
-        for s in range(t - 1, -1, -1):
-            inner = self._step_backward(s, self._col(s, t), gates, h, dh, dc, mask, seq)
-            if rdrop:
-                tmp, rmask = self._buf("rtmp", n, u), self._buf("rmask", n, u)
-                ops.matmul(tmp, inner, self.recurrent_kernel.value, trans_b=True)
-                ops.dropout_backward(tmp, tmp, rmask)
-                ops.axpy(dh, tmp, 1.0)
-            else:
-                ops.matmul(dh, inner, self.recurrent_kernel.value, trans_b=True, beta=1.0)
+        ops.rnn_sequence_backward(
+            gates, dh, h, self.recurrent_kernel.value, cell=self.KIND, dc=dc,
+            c=self._buf("c", t + 1, n, u) if self.STATES == 2 else None,
+            inner=self._buf("inner", t, n, g) if self.GATES == 3 else None, mask=mask,
+            dy=dy if self.return_sequences else None,
+            rmask=self._buf("rmask", n, u) if rdrop else None,
+            rtmp=self._buf("rtmp", n, u) if rdrop else None, go_backwards=self.go_backwards,
+            activation=self.activation, recurrent_activation=self.recurrent_activation)
         g2 = gates.reshape((t * n, g))
         i2 = self._buf("inner", t * n, g) if self.GATES == 3 else g2
         if self.trainable:
@@ -346,16 +344,6 @@ class SimpleRNN(_RNN):
     def __init__(self, units, activation="tanh", **kwargs):
         super().__init__(units, activation=activation, **kwargs)
 
-    def _step_forward(self, s, col, gates, h, c, hp, mask):
-        ops.matmul(gates[s], hp, self.recurrent_kernel.value, beta=1.0)
-        ops.simple_step_forward(h[s + 1], gates[s], h[s], self.bias.value if self.use_bias
-                                else None, mask, t=col, activation=self.activation)
-
-    def _step_backward(self, s, col, gates, h, dh, dc, mask, seq):
-        ops.simple_step_backward(gates[s], dh, h[s + 1], mask, seq, t=col,
-                                 t_out=s if seq is not None else -1, activation=self.activation)
-        return gates[s]
-
     def get_config(self):
         config = super().get_config()
         for key in ("recurrent_activation",):
@@ -366,7 +354,7 @@ class SimpleRNN(_RNN):
 class LSTM(_RNN):
     """Long short-term memory (Hochreiter 1997), Keras gate order i, f, c, o."""
 
-    GATES, STATES, CELL = 4, 2, "lstm_cell"
+    GATES, STATES, CELL, KIND = 4, 2, "lstm_cell", "lstm"
 
     def __init__(self, units, unit_forget_bias=True, implementation=2, **kwargs):
         super().__init__(units, **kwargs)
@@ -376,20 +364,6 @@ class LSTM(_RNN):
         base = _initializer(self.bias_initializer)
         return _UnitForgetBias(base, self.units) if self.unit_forget_bias else base
 
-    def _step_forward(self, s, col, gates, h, c, hp, mask):
-        ops.matmul(gates[s], hp, self.recurrent_kernel.value, beta=1.0)
-        ops.lstm_step_forward(h[s + 1], c[s + 1], gates[s], h[s], c[s],
-                              self.bias.value if self.use_bias else None, mask, t=col,
-                              activation=self.activation,
-                              recurrent_activation=self.recurrent_activation)
-
-    def _step_backward(self, s, col, gates, h, dh, dc, mask, seq):
-        c = self._buf("c", gates.shape[0] + 1, dh.shape[0], self.units)
-        ops.lstm_step_backward(gates[s], dh, dc, c[s + 1], c[s], mask, seq, t=col,
-                               t_out=s if seq is not None else -1, activation=self.activation,
-                               recurrent_activation=self.recurrent_activation)
-        return gates[s]
-
     def get_config(self):
         return {**super().get_config(), "recurrent_activation": self.recurrent_activation,
                 "unit_forget_bias": self.unit_forget_bias}
@@ -398,7 +372,7 @@ class LSTM(_RNN):
 class GRU(_RNN):
     """Gated recurrent unit (Cho 2014), Keras gate order z, r, h, reset_after=True."""
 
-    GATES, STATES, CELL = 3, 1, "gru_cell"
+    GATES, STATES, CELL, KIND = 3, 1, "gru_cell", "gru"
 
     def __init__(self, units, reset_after=True, implementation=2, **kwargs):
         if not reset_after:
@@ -408,22 +382,6 @@ class GRU(_RNN):
 
     def _bias_shape(self):
         return (2, 3 * self.units)
-
-    def _step_forward(self, s, col, gates, h, c, hp, mask):
-        n = hp.shape[0]
-        inner = self._buf("inner", gates.shape[0], n, 3 * self.units)
-        ops.matmul(inner[s], hp, self.recurrent_kernel.value)
-        ops.gru_step_forward(h[s + 1], gates[s], inner[s], h[s],
-                             self.bias.value if self.use_bias else None, mask, t=col,
-                             activation=self.activation,
-                             recurrent_activation=self.recurrent_activation)
-
-    def _step_backward(self, s, col, gates, h, dh, dc, mask, seq):
-        inner = self._buf("inner", gates.shape[0], dh.shape[0], 3 * self.units)
-        ops.gru_step_backward(gates[s], inner[s], dh, h[s], mask, seq, t=col,
-                              t_out=s if seq is not None else -1, activation=self.activation,
-                              recurrent_activation=self.recurrent_activation)
-        return inner[s]
 
     def _bias_grad(self, g2, i2):
         ops.batch_sum(self.bias.grad[0], g2)

@@ -1,70 +1,38 @@
-"""CPU twin of kernels_numba.ops.recurrent, and the gate activations both devices share.
+"""CPU twin of kernels_numba.ops.recurrent.
 
-`act` / `act_grad` are plain Python on float32 scalars: njit'd here and compiled as
-CUDA device functions by kernels_numba.gpu.recurrent, so both devices run one formula.
-act_grad takes the activation's OUTPUT (every supported kind's derivative is a
-function of it), so backward needs no pre-activations. Step kernels loop over
-(sample, unit); sample rows run in parallel.
+The cell math (and the activations both devices share) is kernels_numba.cpu._rnn_cells.
+Step ops run batch rows in parallel. The sequence ops run a whole time loop in one
+compiled call per block of batch rows: rows do not interact through time, so each
+thread takes a block through all T steps (no synchronisation per step), calling one
+single-threaded cblas_sgemm per step on its rows (kernels_numba.cpu.gemm's binding)
+next to the fused gate math; Python is out of the per-step path.
 """
 
-import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
-LINEAR, TANH, SIGMOID, RELU, HARD_SIGMOID = 0, 1, 2, 3, 4
+from kernels_numba.cpu import gemm as _gemm
+from kernels_numba.cpu._rnn_cells import (  # noqa: F401  (act/act_grad: the CUDA kernels')
+    HARD_SIGMOID, LINEAR, RELU, SIGMOID, TANH, act, act_grad, gru_rows_backward,
+    gru_rows_forward, lstm_rows_backward, lstm_rows_forward, simple_rows_backward,
+    simple_rows_forward)
+from kernels_numba._blas import NO_TRANS, TRANS
+
 _ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
-_ONE = np.float32(1.0)
-_SIXTH = np.float32(1.0 / 6.0)
-# merge modes of Bidirectional (ops.recurrent.MERGE_CODES)
+# merge modes of Bidirectional (ops.recurrent.MERGE_MODES); cells of the sequence ops
 CONCAT, SUM, MUL, AVE = 0, 1, 2, 3
-
-
-# scalar math (shared with the CUDA kernels)
-
-
-def act(v, code):
-    """Keras's activation `code` of float32 v."""
-    if code == TANH:
-        return math.tanh(v)
-    if code == SIGMOID:  # split on the sign: exp never overflows into inf/inf
-        if v >= _ZERO:
-            return _ONE / (_ONE + math.exp(-v))
-        e = math.exp(v)
-        return e / (_ONE + e)
-    if code == RELU:
-        return v if v > _ZERO else _ZERO * v  # 0 * NaN keeps NaN
-    if code == HARD_SIGMOID:  # Keras 3: relu6(x + 3) / 6
-        w = v * _SIXTH + _HALF
-        if w <= _ZERO:
-            return _ZERO
-        return _ONE if w >= _ONE else w
-    return v
-
-
-def act_grad(y, code):
-    """d act / d v written with the output y = act(v)."""
-    if code == TANH:
-        return _ONE - y * y
-    if code == SIGMOID:
-        return y * (_ONE - y)
-    if code == RELU:
-        return _ONE if y > _ZERO else _ZERO
-    if code == HARD_SIGMOID:
-        return _SIXTH if (y > _ZERO and y < _ONE) else _ZERO
-    return _ONE
-
-
-_act = numba.njit(cache=True)(act)
-_act_grad = numba.njit(cache=True)(act_grad)
+LSTM, GRU, SIMPLE = 0, 1, 2
 
 
 # layout
 
 
-@numba.njit(parallel=True, cache=True)
-def _to_time_major(y, x, reverse, scale, use_scale):
+def _to_time_major_py(y, x, reverse, scale, use_scale):
     n, t_len, f = x.shape
     r = 1 if reverse else 0
     for t in numba.prange(t_len):
@@ -75,8 +43,7 @@ def _to_time_major(y, x, reverse, scale, use_scale):
                 y[t, i, k] = v * scale[i, k] if use_scale else v
 
 
-@numba.njit(parallel=True, cache=True)
-def _from_time_major(y, x, reverse, scale, use_scale):
+def _from_time_major_py(y, x, reverse, scale, use_scale):
     t_len, n, f = x.shape
     r = 1 if reverse else 0
     for i in numba.prange(n):
@@ -87,187 +54,314 @@ def _from_time_major(y, x, reverse, scale, use_scale):
                 y[i, t, k] = v * scale[i, k] if use_scale else v
 
 
+# A copy of a batch (~1e5 floats) takes ~50 us on one core; a parallel region waits for
+# the slowest thread, which on a loaded machine costs milliseconds: only big ones split.
+PARALLEL_MIN_SIZE = 1 << 20
+_TO_TM = (numba.njit(cache=True)(_to_time_major_py),
+          numba.njit(parallel=True, cache=True)(_to_time_major_py))
+_FROM_TM = (numba.njit(cache=True)(_from_time_major_py),
+            numba.njit(parallel=True, cache=True)(_from_time_major_py))
+
+
 def to_time_major(y, x, reverse, scale, use_scale):
-    _to_time_major(y, x, reverse, scale, use_scale)
+    _TO_TM[x.size >= PARALLEL_MIN_SIZE](y, x, reverse, scale, use_scale)
 
 
 def from_time_major(y, x, reverse, scale, use_scale):
-    _from_time_major(y, x, reverse, scale, use_scale)
+    _FROM_TM[x.size >= PARALLEL_MIN_SIZE](y, x, reverse, scale, use_scale)
 
 
-# LSTM (gates i, f, c, o)
+# one step (the step ops): blocks of rows in parallel, each with its own scratch
 
 
 @numba.njit(parallel=True, cache=True)
 def _lstm_step_forward(h, c, gates, h_prev, c_prev, bias, use_bias, mask, use_mask, t,
-                       act_code, ract_code):
-    n, u = h.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            zi, zf = gates[i, j], gates[i, u + j]
-            zg, zo = gates[i, 2 * u + j], gates[i, 3 * u + j]
-            if use_bias:
-                zi += bias[j]
-                zf += bias[u + j]
-                zg += bias[2 * u + j]
-                zo += bias[3 * u + j]
-            gi, gf = _act(zi, ract_code), _act(zf, ract_code)
-            gg, go = _act(zg, act_code), _act(zo, ract_code)
-            gates[i, j], gates[i, u + j], gates[i, 2 * u + j], gates[i, 3 * u + j] = \
-                gi, gf, gg, go
-            if keep:
-                cn = gf * c_prev[i, j] + gi * gg
-                c[i, j] = cn
-                h[i, j] = go * _act(cn, act_code)
-            else:  # masked step: the state is carried through
-                c[i, j] = c_prev[i, j]
-                h[i, j] = h_prev[i, j]
+                       act_code, ract_code, parts):
+    n, g = gates.shape
+    for p in numba.prange(parts):
+        lstm_rows_forward(h, c, gates, h_prev, c_prev, bias, use_bias, mask, use_mask, t,
+                          act_code, ract_code, n * p // parts, n * (p + 1) // parts,
+                          np.empty((3, g), np.float32))
 
 
 @numba.njit(parallel=True, cache=True)
-def _lstm_step_backward(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, t_out,
-                        act_code, ract_code):
+def _lstm_step_backward(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, t_out, act_code,
+                        ract_code, parts):
+    n, g = gates.shape
+    for p in numba.prange(parts):
+        lstm_rows_backward(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, t_out, act_code,
+                           ract_code, n * p // parts, n * (p + 1) // parts,
+                           np.empty((3, g), np.float32))
+
+
+@numba.njit(parallel=True, cache=True)
+def _gru_step_forward(h, gates, inner, h_prev, bias, use_bias, mask, use_mask, t, act_code,
+                      ract_code, parts):
+    n, g = gates.shape
+    for p in numba.prange(parts):
+        gru_rows_forward(h, gates, inner, h_prev, bias, use_bias, mask, use_mask, t, act_code,
+                         ract_code, n * p // parts, n * (p + 1) // parts,
+                         np.empty((3, g), np.float32))
+
+
+@numba.njit(parallel=True, cache=True)
+def _gru_step_backward(gates, inner, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
+                       ract_code, parts):
+    n, g = gates.shape
+    for p in numba.prange(parts):
+        gru_rows_backward(gates, inner, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
+                          ract_code, n * p // parts, n * (p + 1) // parts,
+                          np.empty((3, g), np.float32))
+
+
+@numba.njit(parallel=True, cache=True)
+def _simple_step_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_code, parts):
+    n, u = h.shape
+    for p in numba.prange(parts):
+        simple_rows_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_code,
+                            n * p // parts, n * (p + 1) // parts, np.empty((3, u), np.float32))
+
+
+@numba.njit(parallel=True, cache=True)
+def _simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code, parts):
     n, u = dh.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            dht = dh[i, j]
-            if t_out >= 0:
-                dht += dy[i, t_out, j]
-            if not keep:
-                gates[i, j] = _ZERO
-                gates[i, u + j] = _ZERO
-                gates[i, 2 * u + j] = _ZERO
-                gates[i, 3 * u + j] = _ZERO
-                dh[i, j] = dht  # dc is carried unchanged
-                continue
-            gi, gf = gates[i, j], gates[i, u + j]
-            gg, go = gates[i, 2 * u + j], gates[i, 3 * u + j]
-            a = _act(c[i, j], act_code)
-            dct = dc[i, j] + dht * go * _act_grad(a, act_code)
-            gates[i, j] = dct * gg * _act_grad(gi, ract_code)
-            gates[i, u + j] = dct * c_prev[i, j] * _act_grad(gf, ract_code)
-            gates[i, 2 * u + j] = dct * gi * _act_grad(gg, act_code)
-            gates[i, 3 * u + j] = dht * a * _act_grad(go, ract_code)
-            dc[i, j] = dct * gf
-            dh[i, j] = _ZERO  # the recurrent GEMM adds dgates @ R.T
+    for p in numba.prange(parts):
+        simple_rows_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code,
+                             n * p // parts, n * (p + 1) // parts, np.empty((3, u), np.float32))
+
+
+def _rows2(bias):
+    return bias.reshape((1, bias.shape[0])) if bias.ndim == 1 else bias
 
 
 def lstm_step_forward(h, c, gates, h_prev, c_prev, bias, use_bias, mask, use_mask, t,
                       act_code, ract_code):
-    _lstm_step_forward(h, c, gates, h_prev, c_prev, bias, use_bias, mask, use_mask, t,
-                       act_code, ract_code)
+    _lstm_step_forward(h, c, gates, h_prev, c_prev, _rows2(bias), use_bias, mask, use_mask, t,
+                       act_code, ract_code, _parts(h.shape[0]))
 
 
 def lstm_step_backward(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, t_out, act_code,
                        ract_code):
     _lstm_step_backward(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, t_out, act_code,
-                        ract_code)
-
-
-# GRU, reset_after=True (gates z, r, h; bias rows: input, recurrent)
-
-
-@numba.njit(parallel=True, cache=True)
-def _gru_step_forward(h, gates, inner, h_prev, bias, use_bias, mask, use_mask, t, act_code,
-                      ract_code):
-    n, u = h.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            xz, xr, xh = gates[i, j], gates[i, u + j], gates[i, 2 * u + j]
-            rz, rr, rh = inner[i, j], inner[i, u + j], inner[i, 2 * u + j]
-            if use_bias:
-                xz += bias[0, j]
-                xr += bias[0, u + j]
-                xh += bias[0, 2 * u + j]
-                rz += bias[1, j]
-                rr += bias[1, u + j]
-                rh += bias[1, 2 * u + j]
-            z = _act(xz + rz, ract_code)
-            r = _act(xr + rr, ract_code)
-            hh = _act(xh + r * rh, act_code)
-            gates[i, j], gates[i, u + j], gates[i, 2 * u + j] = z, r, hh
-            inner[i, 2 * u + j] = rh
-            hp = h_prev[i, j]
-            h[i, j] = z * hp + (_ONE - z) * hh if keep else hp
-
-
-@numba.njit(parallel=True, cache=True)
-def _gru_step_backward(gates, inner, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
-                       ract_code):
-    n, u = dh.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            dht = dh[i, j]
-            if t_out >= 0:
-                dht += dy[i, t_out, j]
-            if not keep:
-                for g in range(3):
-                    gates[i, g * u + j] = _ZERO
-                    inner[i, g * u + j] = _ZERO
-                dh[i, j] = dht
-                continue
-            z, r, hh = gates[i, j], gates[i, u + j], gates[i, 2 * u + j]
-            rh = inner[i, 2 * u + j]
-            dz = dht * (h_prev[i, j] - hh) * _act_grad(z, ract_code)
-            dhh = dht * (_ONE - z) * _act_grad(hh, act_code)
-            dr = dhh * rh * _act_grad(r, ract_code)
-            gates[i, j], gates[i, u + j], gates[i, 2 * u + j] = dz, dr, dhh
-            inner[i, j], inner[i, u + j], inner[i, 2 * u + j] = dz, dr, dhh * r
-            dh[i, j] = dht * z
+                        ract_code, _parts(dh.shape[0]))
 
 
 def gru_step_forward(h, gates, inner, h_prev, bias, use_bias, mask, use_mask, t, act_code,
                      ract_code):
     _gru_step_forward(h, gates, inner, h_prev, bias, use_bias, mask, use_mask, t, act_code,
-                      ract_code)
+                      ract_code, _parts(h.shape[0]))
 
 
 def gru_step_backward(gates, inner, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
                       ract_code):
     _gru_step_backward(gates, inner, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
-                       ract_code)
-
-
-# SimpleRNN
-
-
-@numba.njit(parallel=True, cache=True)
-def _simple_step_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_code):
-    n, u = h.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            v = z[i, j] + bias[j] if use_bias else z[i, j]
-            h[i, j] = _act(v, act_code) if keep else h_prev[i, j]
-
-
-@numba.njit(parallel=True, cache=True)
-def _simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code):
-    n, u = dh.shape
-    for i in numba.prange(n):
-        keep = (not use_mask) or mask[i, t] != _ZERO
-        for j in range(u):
-            dht = dh[i, j]
-            if t_out >= 0:
-                dht += dy[i, t_out, j]
-            if keep:
-                dz[i, j] = dht * _act_grad(h[i, j], act_code)
-                dh[i, j] = _ZERO
-            else:
-                dz[i, j] = _ZERO
-                dh[i, j] = dht
+                       ract_code, _parts(dh.shape[0]))
 
 
 def simple_step_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_code):
-    _simple_step_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_code)
+    _simple_step_forward(h, z, h_prev, _rows2(bias), use_bias, mask, use_mask, t, act_code,
+                         _parts(h.shape[0]))
 
 
 def simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code):
-    _simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code)
+    _simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code,
+                          _parts(dh.shape[0]))
+
+
+# whole sequences: each thread runs every step of its own block of batch rows (rows do
+# not interact through time), so there is no synchronisation per step; the recurrent
+# GEMM of a step is one single-threaded cblas_sgemm on the block's rows.
+
+
+@numba.njit(nogil=True, cache=True)
+def _forward_rows(cell, address, marker, h, c, gates, inner, hd, rk, bias, use_bias, mask,
+                  use_mask, rmask, use_rmask, reverse, act_code, ract_code, r0, r1):
+    t_len, n, g = gates.shape
+    u = h.shape[2]
+    work = np.empty((3, g), np.float32)
+    for s in range(t_len):
+        col = t_len - 1 - s if reverse else s
+        src = h
+        if use_rmask:  # the GEMM reads h_prev * recurrent-dropout mask (kept in hd)
+            for i in range(r0, r1):
+                for j in range(u):
+                    hd[s, i, j] = h[s, i, j] * rmask[i, j]
+            src = hd
+        out, beta = (inner, 0.0) if cell == GRU else (gates, 1.0)
+        _gemm._sgemm_at(address, NO_TRANS, NO_TRANS, r1 - r0, g, u,
+                        src.ctypes.data + 4 * (s * n + r0) * u, u, rk.ctypes.data, g, beta,
+                        out.ctypes.data + 4 * (s * n + r0) * g, g, marker)
+        if cell == LSTM:
+            lstm_rows_forward(h[s + 1], c[s + 1], gates[s], h[s], c[s], bias, use_bias, mask,
+                              use_mask, col, act_code, ract_code, r0, r1, work)
+        elif cell == GRU:
+            gru_rows_forward(h[s + 1], gates[s], inner[s], h[s], bias, use_bias, mask,
+                             use_mask, col, act_code, ract_code, r0, r1, work)
+        else:
+            simple_rows_forward(h[s + 1], gates[s], h[s], bias, use_bias, mask, use_mask, col,
+                                act_code, r0, r1, work)
+
+
+@numba.njit(nogil=True, cache=True)
+def _backward_rows(cell, address, marker, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy,
+                   has_dy, rmask, use_rmask, rtmp, reverse, act_code, ract_code, r0, r1):
+    t_len, n, g = gates.shape
+    u = dh.shape[1]
+    work = np.empty((3, g), np.float32)
+    for s in range(t_len - 1, -1, -1):
+        col = t_len - 1 - s if reverse else s
+        t_out = s if has_dy else -1
+        src = gates
+        if cell == LSTM:
+            lstm_rows_backward(gates[s], dh, dc, c[s + 1], c[s], mask, use_mask, col, dy,
+                               t_out, act_code, ract_code, r0, r1, work)
+        elif cell == GRU:
+            gru_rows_backward(gates[s], inner[s], dh, h[s], mask, use_mask, col, dy, t_out,
+                              act_code, ract_code, r0, r1, work)
+            src = inner
+        else:
+            simple_rows_backward(gates[s], dh, h[s + 1], mask, use_mask, col, dy, t_out,
+                                 act_code, r0, r1, work)
+        a_ptr = src.ctypes.data + 4 * (s * n + r0) * g
+        if use_rmask:  # dh += (dgates @ R.T) * mask
+            _gemm._sgemm_at(address, NO_TRANS, TRANS, r1 - r0, u, g, a_ptr, g, rk.ctypes.data,
+                            g, 0.0, rtmp.ctypes.data + 4 * r0 * u, u, marker)
+            for i in range(r0, r1):
+                for j in range(u):
+                    dh[i, j] += rtmp[i, j] * rmask[i, j]
+        else:
+            _gemm._sgemm_at(address, NO_TRANS, TRANS, r1 - r0, u, g, a_ptr, g, rk.ctypes.data,
+                            g, 1.0, dh.ctypes.data + 4 * r0 * u, u, marker)
+
+
+_helpers = {"pool": None, "size": 0, "pid": None}
+
+
+def _pool(size):
+    if _helpers["size"] != size or _helpers["pid"] != os.getpid():  # (a fork has no threads)
+        _helpers.update(pool=ThreadPoolExecutor(size, thread_name_prefix="kernels_numba_rnn"),
+                        size=size, pid=os.getpid())
+    return _helpers["pool"]
+
+
+def _parts(n):
+    # blocks of >= 8 rows: a thinner sgemm costs more than the second core saves
+    return max(1, min(numba.get_num_threads(), n // 8))
+
+
+def _run_blocks(fn, args, n):
+    """fn(*args, r0, r1) for each block of batch rows, on this thread and helper threads.
+
+    Blocks are claimed, not assigned: a helper the OS has not scheduled yet (tens of ms
+    on a loaded 2-core machine, which stalled a parallel region at every call) claims
+    nothing, this thread runs the blocks left and returns without waiting for it. Each
+    block is one nogil compiled call; the blocks write disjoint rows."""
+    parts = _parts(n)
+    if parts == 1:
+        fn(*args, 0, n)
+        return
+    done = threading.Condition()
+    state = {"next": 0, "running": 0, "error": None}
+
+    def work():
+        while True:
+            with done:
+                b = state["next"]
+                if b >= parts or state["error"] is not None:
+                    return
+                state["next"], state["running"] = b + 1, state["running"] + 1
+            try:
+                fn(*args, n * b // parts, n * (b + 1) // parts)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+                state["error"] = exc
+            finally:
+                with done:
+                    state["running"] -= 1
+                    done.notify_all()
+
+    pool = _pool(parts - 1)
+    for _ in range(parts - 1):
+        pool.submit(work)
+    work()
+    with done:
+        while state["running"]:
+            done.wait()
+    if state["error"] is not None:
+        raise state["error"]
+
+
+def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
+                         rmask, use_rmask, reverse, act_code, ract_code):
+    if gates.shape[0] == 0 or gates.shape[1] == 0:
+        return
+    bias = _rows2(bias)
+    if _gemm._SGEMM is None:  # no bound cblas_sgemm: step by step through np.matmul
+        _forward_steps(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
+                       rmask, use_rmask, reverse, act_code, ract_code)
+        return
+    _run_blocks(_forward_rows, (cell, _gemm._ADDRESS, _gemm._INT_MARKER, h, c, gates, inner, hd,
+                                rk, bias, use_bias, mask, use_mask, rmask, use_rmask, reverse,
+                                act_code, ract_code), gates.shape[1])
+
+
+def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
+                          rmask, use_rmask, rtmp, reverse, act_code, ract_code):
+    if gates.shape[0] == 0 or gates.shape[1] == 0:
+        return
+    if _gemm._SGEMM is None:
+        _backward_steps(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
+                        rmask, use_rmask, rtmp, reverse, act_code, ract_code)
+        return
+    _run_blocks(_backward_rows, (cell, _gemm._ADDRESS, _gemm._INT_MARKER, gates, inner, dh, dc,
+                                 h, c, rk, mask, use_mask, dy, has_dy, rmask, use_rmask, rtmp,
+                                 reverse, act_code, ract_code), gates.shape[1])
+
+
+def _forward_steps(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask, rmask,
+                   use_rmask, reverse, act_code, ract_code):
+    t_len, n, g = gates.shape
+    work = np.empty((3, g), np.float32)
+    for s in range(t_len):
+        col = t_len - 1 - s if reverse else s
+        src = h[s]
+        if use_rmask:
+            src = np.multiply(h[s], rmask, out=hd[s])
+        if cell == GRU:
+            _gemm.gemm(inner[s], src, rk)
+            gru_rows_forward(h[s + 1], gates[s], inner[s], h[s], bias, use_bias, mask,
+                             use_mask, col, act_code, ract_code, 0, n, work)
+        else:
+            _gemm.gemm(gates[s], src, rk, accumulate=True)
+            if cell == LSTM:
+                lstm_rows_forward(h[s + 1], c[s + 1], gates[s], h[s], c[s], bias, use_bias,
+                                  mask, use_mask, col, act_code, ract_code, 0, n, work)
+            else:
+                simple_rows_forward(h[s + 1], gates[s], h[s], bias, use_bias, mask, use_mask,
+                                    col, act_code, 0, n, work)
+
+
+def _backward_steps(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy, rmask,
+                    use_rmask, rtmp, reverse, act_code, ract_code):
+    t_len, n, g = gates.shape
+    work = np.empty((3, g), np.float32)
+    for s in range(t_len - 1, -1, -1):
+        col, t_out = (t_len - 1 - s if reverse else s), (s if has_dy else -1)
+        src = gates[s]
+        if cell == LSTM:
+            lstm_rows_backward(gates[s], dh, dc, c[s + 1], c[s], mask, use_mask, col, dy,
+                               t_out, act_code, ract_code, 0, n, work)
+        elif cell == GRU:
+            gru_rows_backward(gates[s], inner[s], dh, h[s], mask, use_mask, col, dy, t_out,
+                              act_code, ract_code, 0, n, work)
+            src = inner[s]
+        else:
+            simple_rows_backward(gates[s], dh, h[s + 1], mask, use_mask, col, dy, t_out,
+                                 act_code, 0, n, work)
+        if use_rmask:
+            _gemm.gemm(rtmp, src, rk.T)
+            dh += rtmp * rmask
+        else:
+            _gemm.gemm(dh, src, rk.T, accumulate=True)
 
 
 # Bidirectional merge
