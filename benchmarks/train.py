@@ -29,7 +29,10 @@ just before an epoch's timed loop (VmHWM reset via /proc/self/clear_refs), for t
 first and for a steady epoch of repeat 0: kerasish plans its buffers in the first
 step, torch allocates activations and gradients every step. First-call time: two
 subprocesses with an empty then reused NUMBA_CACHE_DIR time `import kerasish` to the
-end of the first CNN training step.
+end of the first CNN training step (benchmarks/cold_start.py has the per-function compile
+breakdown). Profile (CPU): where one kerasish step's time goes (GEMM, im2col, col2im,
+pooling, optimizer, ..., Python per step) and its GFLOP/s against the machine's float32
+peak, taken as the best GEMM rate (benchmarks/profile_step.py).
 """
 
 import argparse
@@ -78,6 +81,8 @@ def _parse(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--no-compile-time", action="store_true")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the per-step profile of kerasish (benchmarks/profile_step.py)")
     p.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     p.add_argument("--child", choices=("compile",), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -227,6 +232,15 @@ class KerasishRunner:
 
     def evaluate(self):
         return float(self.model.evaluate(self.data[2], self.data[3], batch_size=256, verbose=0)[1])
+
+    def profile(self):
+        """Where a CPU step's time goes, and its GFLOP/s against the best GEMM rate."""
+        from benchmarks import profile_step
+
+        res = profile_step.profile(self.model, self.data[0][:BATCH], self.data[1][:BATCH])
+        res["flops"] = profile_step.step_flops(self.model, BATCH)
+        res["peak_gflops"] = profile_step.peak_gflops()
+        return res
 
     def launches(self):
         """Kernel launches in one training step (counts kernels_numba.gpu launch calls)."""
@@ -414,10 +428,15 @@ def compare(kind, args, images):
                 rec["launches"] = {fw: workers[fw].call("launches")["value"] for fw in FRAMEWORKS}
             repeats.append(rec)
         hello = {fw: w.hello for fw, w in workers.items()}
+        prof = None
+        if args.device == "cpu" and not args.no_profile:
+            prof = workers["kerasish"].call("profile")["value"]
     finally:
         for w in workers.values():
             w.close()
-    return summarize(kind, repeats, images, hello, args)
+    out = summarize(kind, repeats, images, hello, args)
+    out["profile"] = prof
+    return out
 
 
 def summarize(kind, repeats, n_images, hello, args):
@@ -510,6 +529,13 @@ def report(results, args):
                   f"+{m['retained']:.1f} MiB kept after training; peak during an epoch's "
                   f"loop +{m['first_epoch_peak']:.1f} MiB (first), "
                   f"+{m['steady_epoch_peak']:.1f} MiB (steady)")
+        if res.get("profile"):
+            from benchmarks import profile_step
+
+            prof = res["profile"]
+            print(f"  kerasish step profile (one batch, {args.threads} threads; peak = best GEMM "
+                  f"rate, 1536^3 sgemm blocks on numba's threads):")
+            profile_step.report(prof, prof["flops"], prof["peak_gflops"])
         if res.get("launches_per_step"):
             print(f"  kernel launches per training step: {res['launches_per_step']}")
     comp = results.get("compile")
