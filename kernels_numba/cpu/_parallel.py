@@ -91,6 +91,11 @@ def f32_2d(a, k):
 
 
 @numba.njit(inline="always")
+def f32_3d(a, k):
+    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3]))
+
+
+@numba.njit(inline="always")
 def f32_4d(a, k):
     return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
 

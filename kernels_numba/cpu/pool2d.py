@@ -1,9 +1,8 @@
 """CPU twins of kernels_numba.ops.pool2d (validated arguments only).
 
-Max-pooling: serial loops over a range of (sample, row) pairs, split across threads by
-kernels_numba.cpu._parallel (one compiled parallel loop for all kernels: a cold start
-compiles these as serial functions). Average pooling: parallel over (sample, output
-row) pairs. Channels innermost so every access is
+Serial loops over a range of (sample, row) pairs (samples for global pooling), split
+across threads by kernels_numba.cpu._parallel (one compiled parallel loop for all
+kernels: a cold start compiles these as serial functions). Channels innermost so every access is
 contiguous. Both backwards are gathers over the windows containing each dx element,
 in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that element
 (the same sums, in the same order, as the CUDA kernel). A NaN in a window wins it
@@ -13,7 +12,8 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_4d, i32_4d, lazy_part, pack, run_parts, split
+from kernels_numba.cpu._parallel import (f32_2d, f32_3d, f32_4d, i32_4d, lazy_part, pack,
+                                         run_parts, split)
 from kernels_numba.cpu.conv2d import window_range
 from kernels_numba.ops.pool2d import pool_plan
 
@@ -96,11 +96,11 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] if hit else zero
 
 
-@numba.njit(parallel=True, cache=True)
-def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl):
+@numba.njit(nogil=True, cache=True)
+def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, r0, r1):
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
-    for r in numba.prange(n * ho):
+    for r in range(r0, r1):
         b = r // ho
         oh = r - b * ho
         h0, h1 = max(oh * sh - pt, 0), min(oh * sh - pt + ph, h)
@@ -117,11 +117,11 @@ def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl):
                 y[b, oh, ow, ch] /= count
 
 
-@numba.njit(parallel=True, cache=True)
-def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl):
+@numba.njit(nogil=True, cache=True)
+def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
-    for r in numba.prange(n * h):
+    for r in range(r0, r1):
         b = r // h
         ih = r - b * h
         oh0, oh1 = window_range(ih, ph, sh, pt, ho)
@@ -138,11 +138,13 @@ def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl):
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] * inv
 
 
-@numba.njit(parallel=True, cache=True)
-def _global_avgpool_forward(y, x):
+@numba.njit(nogil=True, cache=True)
+def _global_avgpool_forward(y, x, r0, r1):
     n, hw, c = x.shape
-    for b in numba.prange(n):
-        acc = np.zeros(c)  # float64 partial sums: hw can be large
+    acc = np.empty(c)  # float64 partial sums: hw can be large
+    for b in range(r0, r1):
+        for ch in range(c):
+            acc[ch] = 0.0
         for p in range(hw):
             for ch in range(c):
                 acc[ch] += x[b, p, ch]
@@ -150,11 +152,11 @@ def _global_avgpool_forward(y, x):
             y[b, ch] = acc[ch] / hw
 
 
-@numba.njit(parallel=True, cache=True)
-def _global_avgpool_backward(dx, dy):
+@numba.njit(nogil=True, cache=True)
+def _global_avgpool_backward(dx, dy, r0, r1):
     n, hw, c = dx.shape
     inv = np.float32(1.0) / np.float32(hw)
-    for b in numba.prange(n):
+    for b in range(r0, r1):
         for p in range(hw):
             for ch in range(c):
                 dx[b, p, ch] = dy[b, ch] * inv
@@ -180,6 +182,38 @@ def _maxpool_backward_part(args, p, parts):
                       rows * p // parts, rows * (p + 1) // parts)
 
 
+@lazy_part
+def _avgpool_forward_part(args, p, parts):
+    a = numba.carray(args, 16)
+    y, x = f32_4d(a, 0), f32_4d(a, 5)
+    rows = x.shape[0] * y.shape[1]
+    _avgpool_forward(y, x, a[10], a[11], a[12], a[13], a[14], a[15],
+                     rows * p // parts, rows * (p + 1) // parts)
+
+
+@lazy_part
+def _avgpool_backward_part(args, p, parts):
+    a = numba.carray(args, 16)
+    dx, dy = f32_4d(a, 0), f32_4d(a, 5)
+    rows = dx.shape[0] * dx.shape[1]
+    _avgpool_backward(dx, dy, a[10], a[11], a[12], a[13], a[14], a[15],
+                      rows * p // parts, rows * (p + 1) // parts)
+
+
+@lazy_part
+def _global_avgpool_forward_part(args, p, parts):
+    a = numba.carray(args, 7)
+    y, x = f32_2d(a, 0), f32_3d(a, 3)
+    _global_avgpool_forward(y, x, x.shape[0] * p // parts, x.shape[0] * (p + 1) // parts)
+
+
+@lazy_part
+def _global_avgpool_backward_part(args, p, parts):
+    a = numba.carray(args, 7)
+    dx, dy = f32_3d(a, 0), f32_2d(a, 4)
+    _global_avgpool_backward(dx, dy, dx.shape[0] * p // parts, dx.shape[0] * (p + 1) // parts)
+
+
 # launchers
 
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
@@ -200,19 +234,33 @@ def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl)
+    if split(x.size):
+        run_parts(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl))
+    else:
+        _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, 0, y.shape[0] * y.shape[1])
 
 
 def avgpool2d_backward(dx, dy, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl)
+    if split(dx.size):
+        run_parts(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl))
+    else:
+        _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, 0, dx.shape[0] * dx.shape[1])
 
 
 def global_avgpool2d_forward(y, x):
     n, h, w, c = x.shape
-    _global_avgpool_forward(y, x.reshape(n, h * w, c))
+    x3 = x.reshape(n, h * w, c)
+    if split(x.size):
+        run_parts(_global_avgpool_forward_part, pack(y, x3))
+    else:
+        _global_avgpool_forward(y, x3, 0, n)
 
 
 def global_avgpool2d_backward(dx, dy):
     n, h, w, c = dx.shape
-    _global_avgpool_backward(dx.reshape(n, h * w, c), dy)
+    dx3 = dx.reshape(n, h * w, c)
+    if split(dx.size):
+        run_parts(_global_avgpool_backward_part, pack(dx3, dy))
+    else:
+        _global_avgpool_backward(dx3, dy, 0, n)

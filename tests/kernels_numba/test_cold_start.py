@@ -53,6 +53,35 @@ def test_maxpool_split_matches_serial(shape, pool, strides, padding):
     np.testing.assert_allclose(dx.ravel(), ref, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("padding", ["valid", "same"])
+def test_avgpool_split_matches_serial(padding):
+    shape, pool, strides = (3, 31, 29, 37), (3, 3), (2, 2)
+    assert _parallel.split(int(np.prod(shape)))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    ph, pw, sh, sw, ho, wo, pt, pl = pool2d.pool_plan(x.shape, pool, strides, padding)
+    y = np.empty((shape[0], ho, wo, shape[3]), np.float32)
+    pool2d.avgpool2d_forward(y, x, pool_size=pool, strides=strides, padding=padding)
+    y1 = np.empty_like(y)
+    pool2d._avgpool_forward(y1, x, ph, pw, sh, sw, pt, pl, 0, shape[0] * ho)
+    np.testing.assert_array_equal(_bits(y), _bits(y1))
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx, dx1 = np.empty_like(x), np.empty_like(x)
+    pool2d.avgpool2d_backward(dx, dy, pool_size=pool, strides=strides, padding=padding)
+    pool2d._avgpool_backward(dx1, dy, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1])
+    np.testing.assert_array_equal(_bits(dx), _bits(dx1))
+    g = np.empty((shape[0], shape[3]), np.float32)
+    pool2d.global_avgpool2d_forward(g, x)
+    np.testing.assert_allclose(g, x.astype(np.float64).mean(axis=(1, 2)), rtol=1e-6, atol=1e-7)
+    g1 = np.empty_like(g)
+    pool2d._global_avgpool_forward(g1, x.reshape(shape[0], -1, shape[3]), 0, shape[0])
+    np.testing.assert_array_equal(_bits(g), _bits(g1))
+    gx = np.empty_like(x)
+    pool2d.global_avgpool2d_backward(gx, g)
+    np.testing.assert_allclose(gx, np.broadcast_to(g[:, None, None, :] / (31 * 29), shape),
+                               rtol=1e-6)
+
+
 @pytest.mark.parametrize("activation", ["relu", "sigmoid"])
 def test_dense_bias_activation_split_matches_serial(activation):
     rng = np.random.default_rng(1)
