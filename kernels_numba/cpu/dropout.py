@@ -11,6 +11,9 @@ become a float32 uniform in [0, 1). kernels_numba.gpu.dropout compiles the same
 import numba
 import numpy as np
 
+from kernels_numba.cpu._parallel import f32_1d, f32_bits, from_f32_bits, lazy_part, pack, \
+    run_parts, split
+
 _M32 = np.uint64(0xFFFFFFFF)
 _C1 = np.uint64(0x85EBCA6B)
 _C2 = np.uint64(0xC2B2AE35)
@@ -69,12 +72,21 @@ def dropout_key(seed, step):
 _hash_uniform = numba.njit(cache=True)(hash_uniform)
 
 
-@numba.njit(parallel=True, cache=True)
-def _dropout_forward(y, mask, x, rate, keep_scale, key):
-    for i in numba.prange(x.size):
+@numba.njit(nogil=True, cache=True)
+def _dropout_forward(y, mask, x, rate, keep_scale, key, i0, i1):
+    for i in range(i0, i1):
         m = keep_scale if _hash_uniform(key, i) >= rate else _ZERO
         mask[i] = m
         y[i] = x[i] * m
+
+
+@lazy_part
+def _dropout_forward_part(args, p, parts):
+    a = numba.carray(args, 9)  # y, mask, x (1-D), rate, keep_scale (float32 bits), key
+    y, mask, x = f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4)
+    n = x.size
+    _dropout_forward(y, mask, x, from_f32_bits(a[6]), from_f32_bits(a[7]), numba.uint64(a[8]),
+                     n * p // parts, n * (p + 1) // parts)
 
 
 def _flat(a):
@@ -82,7 +94,13 @@ def _flat(a):
 
 
 def dropout_forward(y, mask, x, rate, keep_scale, key):
-    _dropout_forward(_flat(y), _flat(mask), _flat(x), rate, keep_scale, key)
+    y, mask, x = _flat(y), _flat(mask), _flat(x)
+    if split(x.size):
+        run_parts(_dropout_forward_part, pack(y, mask, x, f32_bits(rate), f32_bits(keep_scale),
+                                              int(key)))  # key < 2**32: fits an int64
+    else:
+        _dropout_forward(y, mask, x, np.float32(rate), np.float32(keep_scale), np.uint64(key),
+                         0, x.size)
 
 
 def dropout_backward(dx, dy, mask):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kernels_numba
-from kernels_numba.cpu import _parallel, dense, gemm, pool2d
+from kernels_numba.cpu import _parallel, dense, dropout, gemm, pool2d
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -80,6 +80,22 @@ def test_avgpool_split_matches_serial(padding):
     pool2d.global_avgpool2d_backward(gx, g)
     np.testing.assert_allclose(gx, np.broadcast_to(g[:, None, None, :] / (31 * 29), shape),
                                rtol=1e-6)
+
+
+def test_dropout_split_matches_serial():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((7, 40001)).astype(np.float32)
+    x[1, 2] = np.nan
+    key = dropout.dropout_key(12345, 2 ** 40 + 7)
+    rate, keep = np.float32(0.3), np.float32(1 / 0.7)
+    y, mask = np.empty_like(x), np.empty_like(x)
+    dropout.dropout_forward(y, mask, x, rate, keep, key)
+    y1, m1 = np.empty(x.size, np.float32), np.empty(x.size, np.float32)
+    dropout._dropout_forward(y1, m1, x.ravel(), rate, keep, key, 0, x.size)
+    np.testing.assert_array_equal(_bits(mask.ravel()), _bits(m1))
+    np.testing.assert_array_equal(_bits(y.ravel()), _bits(y1))
+    assert np.isnan(y[1, 2])  # NaN * 0 is NaN too (IEEE)
+    assert abs((mask == 0).mean() - 0.3) < 0.01  # the draws are uniform
 
 
 @pytest.mark.parametrize("activation", ["relu", "sigmoid"])
