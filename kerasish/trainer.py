@@ -210,12 +210,15 @@ class Trainer(CompileState, DataPlans):
         return self._structured([np.concatenate(parts) for parts in zip(*outputs)])
 
     def _structured(self, arrays):
-        """Per-output arrays packed like the model's outputs."""
+        """Per-output arrays packed like the model's outputs (a list of one output gives
+        the array, as Keras 3's predict does)."""
         from kerasish.graph.topology import structure_like
 
         struct = self._outputs_struct
-        return arrays[0] if not isinstance(struct, (list, dict)) else \
-            structure_like(struct, arrays)
+        if not isinstance(struct, (list, dict)) or \
+                isinstance(struct, list) and len(struct) == 1:
+            return arrays[0]
+        return structure_like(struct, arrays)
 
     # -- single batches -----------------------------------------------------------------
 

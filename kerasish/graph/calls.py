@@ -76,7 +76,9 @@ def call_eager(layer, inputs, training):
     cache[key] = model
     while len(cache) > _EAGER_MODELS_PER_LAYER:
         cache.pop(next(iter(cache)))
-    return model.predict_on_batch(arrays if as_list else arrays[0])
+    from kerasish.ops.operation import eager
+
+    return eager(model.predict_on_batch(arrays if as_list else arrays[0]))
 
 
 def _is_number_list(x):

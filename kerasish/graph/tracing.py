@@ -71,14 +71,13 @@ def _call(layer, args):
     _added.append([])
     _effects.append([])
     try:
-        return layer.call(args, **kwargs), _added[-1]
+        # state updates (assign_add in call(), e.g. the guide's ComputeSum) run with the
+        # graph like the losses given to add_loss
+        return layer.call(args, **kwargs), _added[-1], _effects[-1]
     finally:
         _owners.pop()
         _added.pop()
-        if _effects.pop():
-            raise ValueError(f"Layer '{layer.name}': updating a variable (assign/assign_add) "
-                             f"inside call() is not supported; use it in a Metric's "
-                             f"update_state")
+        _effects.pop()
 
 
 def symbolic_inputs(layer, input_shape):
@@ -104,7 +103,8 @@ def trace(layer, input_shape):
         layer.build(input_shape)
         layer.built = True
     inputs, args = symbolic_inputs(layer, input_shape)
-    structure, added = _call(layer, args)
+    structure, added, effects = _call(layer, args)
+    structure = _variables_as_tensors(structure, layer)
     outputs = flatten(structure)
     if not outputs or not all(isinstance(t, KerasTensor) for t in outputs):
         kinds = sorted({type(t).__name__ for t in outputs})
@@ -112,7 +112,8 @@ def trace(layer, input_shape):
                         f"keras.ops or layers from its inputs (symbolic while tracing); it "
                         f"returned {kinds or 'nothing'}. NumPy functions cannot be traced: "
                         f"use kerasish.ops")
-    nodes, _ = topology.map_graph(inputs, outputs + added, layer.name, unused_inputs="allow")
+    nodes, _ = topology.map_graph(inputs, outputs + added + effects, layer.name,
+                                  unused_inputs="allow")
     found = traces[key] = Trace(inputs, outputs, structure, nodes, added)
     return found
 
@@ -136,6 +137,20 @@ class capture_effects:
     def __exit__(self, *exc):
         _effects.pop()
         return False
+
+
+def _variables_as_tensors(structure, owner):
+    """A Variable returned by call() (the guide's ComputeSum) is read as a tensor."""
+    from kerasish.ops.operation import as_tensor
+    from kerasish.variables import Variable
+
+    if isinstance(structure, Variable):
+        return as_tensor(structure, owner)
+    if isinstance(structure, (list, tuple)):
+        return [_variables_as_tensors(s, owner) for s in structure]
+    if isinstance(structure, dict):
+        return {k: _variables_as_tensors(v, owner) for k, v in structure.items()}
+    return structure
 
 
 def output_shapes(found):

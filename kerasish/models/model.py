@@ -77,15 +77,15 @@ class Model(Trainer, Layer):
             type(self).build(self, input_shape)
         self._set_device()
         tensors, args = tracing.symbolic_inputs(self, input_shape)
-        structure, self.added = tracing._call(self, args)
+        structure, self.added, effects = tracing._call(self, args)
         outputs = topology.flatten_structure(structure)
         if not outputs or not all(hasattr(t, "_keras_history") for t in outputs):
             raise TypeError(f"Model '{self.name}': call() must return tensors built with "
                             f"layers or keras.ops from its inputs")
         self._inputs_struct, self.inputs = args, tensors
         self._outputs_struct, self.outputs = structure, outputs
-        self._nodes, _ = topology.map_graph(tensors, outputs + self.added, self.name,
-                                            unused_inputs="allow")
+        self._nodes, _ = topology.map_graph(tensors, outputs + self.added + effects,
+                                            self.name, unused_inputs="allow")
         self.built = True
         self.input_shape = input_shape
         self.output_shape = self.compute_output_shape(input_shape)
@@ -212,7 +212,9 @@ class Model(Trainer, Layer):
             raise ValueError(f"Model '{self.name}': calling the model with training=True is "
                              f"not supported; expected training=False or None (use fit or "
                              f"train_on_batch to train)")
-        return self.predict_on_batch(inputs)
+        from kerasish.ops.operation import eager
+
+        return eager(self.predict_on_batch(inputs))
 
     # -- weights ---------------------------------------------------------------------
 

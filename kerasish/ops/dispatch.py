@@ -14,7 +14,7 @@ time); it broadcasts against None or 1 only, and ops refuse to move it from the 
 
 import numpy as np
 
-from kerasish.ops.operation import as_array, as_tensor, is_symbolic
+from kerasish.ops.operation import as_array, as_tensor, eager, is_symbolic
 
 
 def run(op, inputs, as_list=False):
@@ -30,7 +30,7 @@ def run(op, inputs, as_list=False):
     op.scratch = {name: np.empty(shape, dtype)
                   for name, (shape, dtype) in op.scratch_shapes(1).items()}
     op.forward(outs if multi else outs[0], arrays if as_list else arrays[0], False)
-    return outs if multi else outs[0]
+    return eager(outs if multi else outs[0])
 
 
 def _contiguous(a):

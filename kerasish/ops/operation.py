@@ -131,6 +131,25 @@ def as_array(value):
     return np.asarray(value, dtype=np.float32)
 
 
+class EagerArray(np.ndarray):
+    """What eager ops and layer/model calls on arrays return: a NumPy array that also
+    has Keras tensors' `.numpy()` (so `layer(x).numpy()` works as in Keras)."""
+
+    def numpy(self):
+        return np.asarray(self)
+
+
+def eager(result):
+    """Arrays (or lists/dicts of them) as EagerArrays."""
+    if isinstance(result, np.ndarray):
+        return result.view(EagerArray)
+    if isinstance(result, list):
+        return [eager(r) for r in result]
+    if isinstance(result, dict):
+        return {k: eager(v) for k, v in result.items()}
+    return result
+
+
 class _NoOwner:
     trainable = True
 

@@ -267,3 +267,50 @@ def test_metric_subclass_accumulates_on_the_device():
     matches = int((model.predict(x_, verbose=0).argmax(1) == y_).sum())
     logs = model.evaluate(x_, y_, batch_size=16, verbose=0, return_dict=True)
     assert logs["categorical_true_positives"] == matches  # summed over the 4 batches
+
+
+class ComputeSum(keras.layers.Layer):  # the subclassing guide's, unchanged
+    def __init__(self, input_dim):
+        super().__init__()
+        self.total = self.add_weight(initializer="zeros", shape=(input_dim,),
+                                     trainable=False)
+
+    def call(self, inputs):
+        self.total.assign_add(ops.sum(inputs, axis=0))
+        return self.total
+
+
+def test_state_updates_in_call_run_every_call():
+    x = ops.ones((2, 2))
+    my_sum = ComputeSum(2)
+    np.testing.assert_array_equal(my_sum(x).numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(my_sum(x).numpy(), [4.0, 4.0])
+    assert len(my_sum.weights) == 1 and len(my_sum.non_trainable_weights) == 1
+    assert my_sum.trainable_weights == []
+
+
+@pytest.mark.cudasim
+def test_custom_loss_and_metric_run_the_same_on_cuda():
+    if not kernels_numba.cuda_available():
+        pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(6, 4)).astype(np.float32), rng.integers(0, 3, 6)
+    onehot = np.eye(3, dtype=np.float32)[y]
+    runs = []
+    for device in ("cpu", "cuda"):
+        config.set_device(device)
+        try:
+            model = small_model()
+            if runs:
+                model.set_weights(runs[0][0])
+            start = model.get_weights()
+            model.compile("sgd", loss=CustomMSE(), metrics=[CategoricalTruePositives()])
+            h = model.fit(x, onehot, epochs=2, batch_size=3, shuffle=False, verbose=0)
+            runs.append((start, model.get_weights(), h.history))
+        finally:
+            config.set_device("cpu")
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runs[1][2]["loss"], runs[0][2]["loss"], rtol=1e-5)
+    assert runs[1][2]["categorical_true_positives"] == \
+        runs[0][2]["categorical_true_positives"]

@@ -328,3 +328,29 @@ def test_two_input_two_output_model_trains_the_same_on_cuda():
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     for key in h_cpu:
         np.testing.assert_allclose(h_cuda[key], h_cpu[key], rtol=1e-5)
+
+
+def test_tf_keras_2_functional_configs_load():
+    """tf.keras 2.x wrote nodes as [[layer, node_index, tensor_index, kwargs], ...]."""
+    import json
+
+    config = {"class_name": "Functional", "config": {
+        "name": "model", "layers": [
+            {"class_name": "InputLayer", "name": "input_1", "inbound_nodes": [],
+             "config": {"batch_input_shape": [None, 4], "dtype": "float32",
+                        "sparse": False, "ragged": False, "name": "input_1"}},
+            {"class_name": "Dense", "name": "dense", "inbound_nodes": [[["input_1", 0, 0, {}]]],
+             "config": {"name": "dense", "trainable": True, "dtype": "float32", "units": 3,
+                        "activation": "relu", "use_bias": True}},
+            {"class_name": "Dense", "name": "dense_1",
+             "inbound_nodes": [[["input_1", 0, 0, {}]]],
+             "config": {"name": "dense_1", "trainable": True, "dtype": "float32",
+                        "units": 3, "activation": "linear", "use_bias": True}},
+            {"class_name": "Add", "name": "add", "config": {"name": "add", "trainable": True,
+                                                           "dtype": "float32"},
+             "inbound_nodes": [[["dense", 0, 0, {}], ["dense_1", 0, 0, {}]]]}],
+        "input_layers": [["input_1", 0, 0]], "output_layers": [["add", 0, 0]]},
+        "keras_version": "2.15.0", "backend": "tensorflow"}
+    model = keras.models.model_from_json(json.dumps(config))
+    assert [l.name for l in model.layers] == ["input_1", "dense", "dense_1", "add"]
+    assert model.predict(np.ones((2, 4), np.float32), verbose=0).shape == (2, 3)
