@@ -314,3 +314,45 @@ def test_custom_loss_and_metric_run_the_same_on_cuda():
     np.testing.assert_allclose(runs[1][2]["loss"], runs[0][2]["loss"], rtol=1e-5)
     assert runs[1][2]["categorical_true_positives"] == \
         runs[0][2]["categorical_true_positives"]
+
+
+@pytest.mark.cudasim
+def test_subclassed_model_with_add_loss_and_loss_function_on_cuda(tmp_path):
+    if not kernels_numba.cuda_available():
+        pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")
+
+    class Regularized(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.block = MLPBlock()
+            self.reg = ActivityRegularizationLayer(0.1)
+
+        def call(self, inputs):
+            return self.reg(self.block(inputs))
+
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(5, 1))
+    runs = []
+    for device in ("cpu", "cuda"):
+        config.set_device(device)
+        try:
+            keras.utils.set_random_seed(9)
+            model = Regularized()
+            model(x[:1])
+            if runs:
+                model.set_weights(runs[0][0])
+            start = model.get_weights()
+            model.compile("sgd", loss=custom_mean_squared_error)
+            h = model.fit(x, y, epochs=2, batch_size=5, verbose=0)
+            model.save_weights(tmp_path / f"{device}.weights.h5")
+            runs.append((start, model.get_weights(), h.history["loss"]))
+        finally:
+            config.set_device("cpu")
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runs[1][2], runs[0][2], rtol=1e-5)
+    loaded = Regularized()
+    loaded(x[:1])
+    loaded.load_weights(tmp_path / "cuda.weights.h5")
+    for a, b in zip(runs[1][1], loaded.get_weights()):
+        np.testing.assert_array_equal(a, b)
