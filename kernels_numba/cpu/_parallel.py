@@ -3,19 +3,23 @@
 A `parallel=True` njit function is the slowest thing numba compiles (parfor analysis,
 a second pipeline for the gufunc, then LLVM on both): 1-2 s each on a cold cache,
 against 0.1-0.8 s for the same loops serial. So a splittable kernel is written once,
-serial, over a range of its work (`rows(..., r0, r1)`, @njit(nogil=True, cache=True)),
-plus a small C-callable "part" (@numba.cfunc with PART_SIG) that unpacks its arguments
-from an int64 vector and calls `rows` on block p of parts; `run_parts` runs the parts
-on numba's threads from ONE parallel loop (`_drive`, compiled once per machine for all
-kernels, by address: nothing about a kernel is baked into it, so it is disk-cached).
-Small work calls `rows` directly on the whole range: the same specialisation (C arrays,
-int64 scalars), so one compile serves both paths, and every element is computed the
-same way whatever the path or the timing (bit-identical results).
+serial, over a range of its work (`rows(..., r0, r1)`, @njit(inline="always"): inlined
+into its one caller, never a compile of its own), called from a C-callable "part"
+(PART_SIG: unpacks the arguments from an int64 vector, runs block p of parts). The part
+is the kernel's ONE compile (a cached cfunc): `run_parts` runs its blocks on numba's
+threads from one parallel loop (`_drive`, compiled once per machine for all kernels,
+calling parts by address, so it is disk-cached), and small work runs it as one block
+on the calling thread (`lazy_part.serial`, through ctypes). Every element is computed
+by the same code whatever the path or the timing (bit-identical results). (A part that
+called a separately compiled njit kernel would make LLVM optimise the kernel twice:
+numba re-optimises callees linked into each caller.)
 
 The argument vector: arrays as (address, shape...) entries (`pack`), scalars as int64;
 float scalars go bit-cast (`f32_bits` / `from_f32_bits`). Parts are compiled lazily,
 on first use (`lazy_part`), so a model compiles only the kernels it runs.
 """
+
+import ctypes
 
 import numba
 import numpy as np
@@ -118,17 +122,54 @@ def pack(*items):
 
 
 class lazy_part:
-    """A part function, turned into a cached cfunc the first time it runs."""
+    """A part function, compiled into a cached cfunc the first time it runs.
+
+    A real compile (not a disk-cache load) is announced as a "numba:compile" event, like a
+    dispatcher's, so kernels_numba.on_first_compile and benchmarks/cold_start.py see it."""
 
     def __init__(self, py_func):
         self.py_func = py_func
-        self._cfunc = None
+        self._cfunc = self._serial = None
+
+    def _compile(self):
+        from numba.core import event, sigutils
+        from numba.core.ccallback import CFunc
+
+        cf = CFunc(self.py_func, sigutils.normalize_signature(PART_SIG), locals={},
+                   options={"nopython": True})
+        cf.enable_caching()
+        uncached = cf._compile_uncached
+
+        def compile_uncached():
+            data = {"dispatcher": self, "args": PART_SIG.args, "return_type": types.void}
+            with event.trigger_event("numba:compile", data=data):
+                return uncached()
+
+        cf._compile_uncached = compile_uncached
+        cf.compile()
+        self._cfunc = cf
+        self._serial = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64,
+                                        ctypes.c_int64)(cf.address)
 
     @property
     def address(self):
         if self._cfunc is None:
-            self._cfunc = numba.cfunc(PART_SIG, nopython=True, cache=True)(self.py_func)
+            self._compile()
         return self._cfunc.address
+
+    def serial(self, args):
+        """The whole range on the calling thread (the same compiled code, one part)."""
+        if self._serial is None:
+            self._compile()
+        self._serial(args.ctypes.data, 0, 1)
+
+
+def run(part, args, work):
+    """part over all of its range: split across threads when `work` elements are worth it."""
+    if split(work):
+        run_parts(part, args)
+    else:
+        part.serial(args)
 
 
 def run_parts(part, args, parts=None):

@@ -21,7 +21,7 @@ _ZERO = np.float32(0.0)
 RELU = KIND_CODES["relu"]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _bias_activation_rows(y, b, has_bias, code, r0, r1):
     if code == RELU and has_bias:  # the common case gets a loop LLVM vectorizes
         for r in range(r0, r1):
@@ -82,11 +82,11 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
     code = KIND_CODES[activation]
     if (b is not None or code != KIND_CODES["linear"]) and y.size:
         bias = _NO_BIAS if b is None else b
+        args = pack(y, bias, (int(b is not None) << 8) | code)
         if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
-            flags = (int(b is not None) << 8) | code
-            run_parts(_bias_activation_part, pack(y, bias, flags))
+            run_parts(_bias_activation_part, args)
         else:
-            _bias_activation_rows(y, bias, b is not None, code, 0, y.shape[0])
+            _bias_activation_part.serial(args)
 
 
 def dense_backward(dx, dw, db, dy, x, w, workspace=None):

@@ -11,8 +11,7 @@ become a float32 uniform in [0, 1). kernels_numba.gpu.dropout compiles the same
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_1d, f32_bits, from_f32_bits, lazy_part, pack, \
-    run_parts, split
+from kernels_numba.cpu._parallel import f32_1d, f32_bits, from_f32_bits, lazy_part, pack, run
 
 _M32 = np.uint64(0xFFFFFFFF)
 _C1 = np.uint64(0x85EBCA6B)
@@ -72,7 +71,7 @@ def dropout_key(seed, step):
 _hash_uniform = numba.njit(cache=True)(hash_uniform)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _dropout_forward(y, mask, x, rate, keep_scale, key, i0, i1):
     for i in range(i0, i1):
         m = keep_scale if _hash_uniform(key, i) >= rate else _ZERO
@@ -94,13 +93,9 @@ def _flat(a):
 
 
 def dropout_forward(y, mask, x, rate, keep_scale, key):
-    y, mask, x = _flat(y), _flat(mask), _flat(x)
-    if split(x.size):
-        run_parts(_dropout_forward_part, pack(y, mask, x, f32_bits(rate), f32_bits(keep_scale),
-                                              int(key)))  # key < 2**32: fits an int64
-    else:
-        _dropout_forward(y, mask, x, np.float32(rate), np.float32(keep_scale), np.uint64(key),
-                         0, x.size)
+    args = pack(_flat(y), _flat(mask), _flat(x), f32_bits(rate), f32_bits(keep_scale),
+                int(key))  # key < 2**32: fits an int64
+    run(_dropout_forward_part, args, x.size)
 
 
 def dropout_backward(dx, dy, mask):

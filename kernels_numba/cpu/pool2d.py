@@ -12,14 +12,13 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import (f32_2d, f32_3d, f32_4d, i32_4d, lazy_part, pack,
-                                         run_parts, split)
+from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, i32_4d, lazy_part, pack, run
 from kernels_numba.cpu.conv2d import window_range
 from kernels_numba.ops.pool2d import pool_plan
 
 # njit loops
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
     # Rows r0..r1 of the (sample, output row) pairs.
     n, h, w, c = x.shape
@@ -52,7 +51,7 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
                 argmax[b, oh, ow, ch] = where[ch]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
     # Gather over (sample, input row) pairs r0..r1: an argmax entry that is not a cell of its
     # own window is never matched. Adding a selected +0 leaves a sum's bits alone, so the
@@ -96,7 +95,7 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] if hit else zero
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, r0, r1):
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
@@ -117,7 +116,7 @@ def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, r0, r1):
                 y[b, oh, ow, ch] /= count
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
@@ -138,7 +137,7 @@ def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] * inv
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _global_avgpool_forward(y, x, r0, r1):
     n, hw, c = x.shape
     acc = np.empty(c)  # float64 partial sums: hw can be large
@@ -152,7 +151,7 @@ def _global_avgpool_forward(y, x, r0, r1):
             y[b, ch] = acc[ch] / hw
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(inline="always")
 def _global_avgpool_backward(dx, dy, r0, r1):
     n, hw, c = dx.shape
     inv = np.float32(1.0) / np.float32(hw)
@@ -218,49 +217,29 @@ def _global_avgpool_backward_part(args, p, parts):
 
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    if split(x.size):
-        run_parts(_maxpool_forward_part, pack(y, argmax, x, ph, pw, sh, sw, pt, pl))
-    else:
-        _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, 0, y.shape[0] * y.shape[1])
+    run(_maxpool_forward_part, pack(y, argmax, x, ph, pw, sh, sw, pt, pl), x.size)
 
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    if split(dx.size):
-        run_parts(_maxpool_backward_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl))
-    else:
-        _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 0, dx.shape[0] * dx.shape[1])
+    run(_maxpool_backward_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl), dx.size)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    if split(x.size):
-        run_parts(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl))
-    else:
-        _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, 0, y.shape[0] * y.shape[1])
+    run(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl), x.size)
 
 
 def avgpool2d_backward(dx, dy, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    if split(dx.size):
-        run_parts(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl))
-    else:
-        _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, 0, dx.shape[0] * dx.shape[1])
+    run(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl), dx.size)
 
 
 def global_avgpool2d_forward(y, x):
     n, h, w, c = x.shape
-    x3 = x.reshape(n, h * w, c)
-    if split(x.size):
-        run_parts(_global_avgpool_forward_part, pack(y, x3))
-    else:
-        _global_avgpool_forward(y, x3, 0, n)
+    run(_global_avgpool_forward_part, pack(y, x.reshape(n, h * w, c)), x.size)
 
 
 def global_avgpool2d_backward(dx, dy):
     n, h, w, c = dx.shape
-    dx3 = dx.reshape(n, h * w, c)
-    if split(dx.size):
-        run_parts(_global_avgpool_backward_part, pack(dx3, dy))
-    else:
-        _global_avgpool_backward(dx3, dy, 0, n)
+    run(_global_avgpool_backward_part, pack(dx.reshape(n, h * w, c), dy), dx.size)
