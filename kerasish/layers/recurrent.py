@@ -225,7 +225,7 @@ class _RNN(Layer):
         h = self._buf("h", t + 1, n, u)
         ops.to_time_major(xs, x, reverse=self.go_backwards,
                           scale=self._buf("dmask", n, f) if drop else None)
-        ops.matmul(gates.reshape((t * n, g)), xs.reshape((t * n, f)), self.kernel.value)
+        ops.rnn_gemm(gates.reshape((t * n, g)), xs.reshape((t * n, f)), self.kernel.value)
         c = self._buf("c", t + 1, n, u) if self.STATES == 2 else None
         for k, buf in enumerate((h, c)[:self.STATES]):
             if states:
@@ -296,9 +296,9 @@ class _RNN(Layer):
         i2 = self._buf("inner", t * n, g) if self.GATES == 3 else g2
         if self.trainable:
             hp = self._buf("hd", t, n, u) if rdrop else h[:t]
-            ops.matmul(self.kernel.grad, xs.reshape((t * n, f)), g2, trans_a=True, beta=1.0)
-            ops.matmul(self.recurrent_kernel.grad, hp.reshape((t * n, u)), i2, trans_a=True,
-                       beta=1.0)
+            ops.rnn_gemm(self.kernel.grad, xs.reshape((t * n, f)), g2, trans_a=True, beta=1.0)
+            ops.rnn_gemm(self.recurrent_kernel.grad, hp.reshape((t * n, u)), i2, trans_a=True,
+                         beta=1.0)
             if self.use_bias:
                 self._bias_grad(g2, i2)
         if dx is not None:

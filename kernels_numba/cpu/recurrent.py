@@ -20,7 +20,7 @@ from kernels_numba.cpu._rnn_cells import (  # noqa: F401  (act/act_grad: the CUD
     HARD_SIGMOID, LINEAR, RELU, SIGMOID, TANH, act, act_grad, gru_rows_backward,
     gru_rows_forward, lstm_rows_backward, lstm_rows_forward, simple_rows_backward,
     simple_rows_forward)
-from kernels_numba._blas import NO_TRANS, TRANS
+from kernels_numba._blas import NO_TRANS, ROW_MAJOR as _ROW_MAJOR, TRANS
 
 _ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
@@ -250,16 +250,21 @@ def _parts(n):
 
 
 def _run_blocks(fn, args, n):
-    """fn(*args, r0, r1) for each block of batch rows, on this thread and helper threads.
-
-    Blocks are claimed, not assigned: a helper the OS has not scheduled yet (tens of ms
-    on a loaded 2-core machine, which stalled a parallel region at every call) claims
-    nothing, this thread runs the blocks left and returns without waiting for it. Each
-    block is one nogil compiled call; the blocks write disjoint rows."""
+    """fn(*args, r0, r1) for each block of batch rows (see _run_claimed)."""
     parts = _parts(n)
     if parts == 1:
         fn(*args, 0, n)
         return
+    _run_claimed(parts, lambda b: fn(*args, n * b // parts, n * (b + 1) // parts))
+
+
+def _run_claimed(parts, task):
+    """task(b) for b < parts, on this thread and helper threads.
+
+    Blocks are claimed, not assigned: a helper the OS has not scheduled yet (tens of ms
+    on a loaded 2-core machine, which stalled a parallel region at every call) claims
+    nothing, this thread runs the blocks left and returns without waiting for it. Each
+    task is one call that releases the GIL; the tasks write disjoint memory."""
     done = threading.Condition()
     state = {"next": 0, "running": 0, "error": None}
 
@@ -271,7 +276,7 @@ def _run_blocks(fn, args, n):
                     return
                 state["next"], state["running"] = b + 1, state["running"] + 1
             try:
-                fn(*args, n * b // parts, n * (b + 1) // parts)
+                task(b)
             except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
                 state["error"] = exc
             finally:
@@ -288,6 +293,31 @@ def _run_blocks(fn, args, n):
             done.wait()
     if state["error"] is not None:
         raise state["error"]
+
+
+def rnn_gemm(c, a, b, trans_a, beta):
+    """c = op(a) @ b + beta * c in column blocks of c, each one cblas_sgemm (ctypes drops
+    the GIL), claimed by threads as in _run_claimed."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    if c.size == 0:
+        return
+    if _gemm._SGEMM is None or k == 0:
+        _gemm.gemm(c, a.T if trans_a else a, b, accumulate=beta != 0)
+        return
+    parts = max(1, min(numba.get_num_threads(), n // 64))
+    ta = TRANS if trans_a else NO_TRANS
+    lda, ldb, ldc = a.strides[0] // 4, b.strides[0] // 4, c.strides[0] // 4
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+
+    def task(p):
+        q0, q1 = n * p // parts, n * (p + 1) // parts
+        _gemm._SGEMM(_ROW_MAJOR, ta, NO_TRANS, m, q1 - q0, k, 1.0, pa, lda, pb + 4 * q0, ldb,
+                     float(beta), pc + 4 * q0, ldc)
+    if parts == 1:
+        task(0)
+    else:
+        _run_claimed(parts, task)
 
 
 def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,

@@ -304,6 +304,10 @@ def simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code):
 # straight from here (arguments were checked once by the op; one launch shape for all).
 
 
+def rnn_gemm(c, a, b, trans_a, beta):
+    _gemm(c, a, b, trans_a=trans_a, beta=beta)
+
+
 def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
                          rmask, use_rmask, reverse, act_code, ract_code):
     t_len, n = gates.shape[:2]

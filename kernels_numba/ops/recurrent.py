@@ -28,7 +28,7 @@ from kernels_numba.dispatch import impl
 
 __all__ = ["to_time_major", "from_time_major", "lstm_step_forward", "lstm_step_backward",
            "gru_step_forward", "gru_step_backward", "simple_step_forward",
-           "simple_step_backward", "rnn_sequence_forward", "rnn_sequence_backward",
+           "simple_step_backward", "rnn_gemm", "rnn_sequence_forward", "rnn_sequence_backward",
            "merge_forward", "merge_backward", "RNN_ACTIVATIONS", "MERGE_MODES", "RNN_CELLS"]
 FAMILY = "recurrent"
 
@@ -284,6 +284,26 @@ def _seq_mask(op, mask, rmask, other, other_name, n, t, u):
         _check.array(op, "rmask", rmask, shape=(n, u))
         if other is None:
             raise ValueError(f"{op}: rmask needs {other_name}; received {other_name}=None")
+
+
+def rnn_gemm(c, a, b, *, trans_a=False, beta=0.0):
+    """c = op(a) @ b + beta * c (beta 0 or 1) for a recurrent layer's big GEMMs: the input
+    projection of all steps and the weight gradients over all steps.
+
+    The same product as ops.matmul; the CPU twin cuts c into column blocks that threads
+    claim (as the sequence ops do), so no thread waits on a descheduled one.
+
+    Args:
+        c: (M, N) float32. a: (M, K) float32, or (K, M) with trans_a. b: (K, N) float32.
+    """
+    op = "rnn_gemm"
+    rows, cols = _check.array(op, "a", a, ndim=2)
+    m, k = (cols, rows) if trans_a else (rows, cols)
+    n = _check.array(op, "b", b, shape=(k, None))[1]
+    _check.array(op, "c", c, shape=(m, n))
+    if beta not in (0, 1):
+        raise ValueError(f"{op}: expected beta 0 or 1; received {beta!r}")
+    impl(op, FAMILY, c=c, a=a, b=b)(c, a, b, bool(trans_a), float(beta))
 
 
 def rnn_sequence_forward(h, gates, recurrent_kernel, *, cell, c=None, inner=None, bias=None,

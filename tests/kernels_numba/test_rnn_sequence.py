@@ -116,3 +116,17 @@ def test_sequence_ops_reject_bad_arguments():
         ops.rnn_sequence_forward(h, g, r, cell="qrnn")
     with pytest.raises(ValueError, match="rnn_sequence_backward: expected gates.shape"):
         ops.rnn_sequence_backward(g[:, :, :12], h[0], h, r, cell="lstm", dc=h[0], c=h)
+
+
+@pytest.mark.parametrize("m,k,n,trans_a,beta", [(5, 3, 7, False, 0.0), (33, 130, 129, True, 1.0),
+                                                (1, 1, 1, True, 0.0), (70, 9, 300, False, 1.0)])
+def test_rnn_gemm(device, m, k, n, trans_a, beta):
+    a = randn((k, m) if trans_a else (m, k), 1)
+    b, c0 = randn((k, n), 2), randn((m, n), 3)
+    c = on(device, c0)
+    ops.rnn_gemm(c, on(device, a), on(device, b), trans_a=trans_a, beta=beta)
+    a64 = a.astype(np.float64)
+    ref = (a64.T if trans_a else a64) @ b + beta * c0
+    assert_close(host(c), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="rnn_gemm: expected beta 0 or 1"):
+        ops.rnn_gemm(c, on(device, a), on(device, b), trans_a=trans_a, beta=0.5)
