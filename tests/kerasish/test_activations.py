@@ -22,7 +22,9 @@ def _reference_activation(name, x):
             "softplus": np.log1p(np.exp(x))}[name]
 
 
-@pytest.mark.parametrize("name", keras.activations.ALL)
+# The activations added later are checked against real Keras 3 in test_activations_keras.py.
+@pytest.mark.parametrize("name", ["linear", "relu", "sigmoid", "tanh", "softmax", "leaky_relu",
+                                  "elu", "gelu", "softplus"])
 def test_activation_functions_compute_and_resolve_by_name(name):
     function = getattr(keras.activations, name)
     x = np.random.default_rng(1).normal(size=(3, 7)) * 3
