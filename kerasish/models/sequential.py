@@ -50,12 +50,7 @@ class Sequential(Model):
                 raise ValueError("Sequential: an InputLayer can only be the first layer")
             self._input_layer = layer
             return
-        if any(existing.name == layer.name for existing in self._layers):
-            raise ValueError(f"All layers added to a Sequential model should have unique names. "
-                             f"Name '{layer.name}' is already the name of a layer in this model.")
-        if not self._layers and self._input_layer is None and layer._input_shape_arg:
-            self._input_layer = InputLayer(shape=layer._input_shape_arg)
-        self._layers.append(layer)
+        self._add_unbuilt(layer)
         if self.built:
             self._append_call(layer)
         elif self._input_layer is not None:
@@ -165,6 +160,7 @@ class Sequential(Model):
         return model
 
     def _add_unbuilt(self, layer):
+        """Append to the layer list (checked), without calling it."""
         if any(existing.name == layer.name for existing in self._layers):
             raise ValueError(f"All layers added to a Sequential model should have unique names. "
                              f"Name '{layer.name}' is already the name of a layer in this model.")
