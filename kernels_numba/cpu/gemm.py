@@ -132,6 +132,8 @@ _SGEMM = _blas.sgemm_function()
 if _SGEMM is not None:
     _ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
     _WIDE = int(_blas.sgemm_int_bits() == 64)
+    # BLAS int width as a value (cpu/recurrent.py passes it to _sgemm_at)
+    _INT_MARKER = np.int64(0) if _WIDE else np.int32(0)
 
 
 def _fallback(c, a, b, accumulate):
