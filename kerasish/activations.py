@@ -23,28 +23,87 @@ FUSABLE = ("linear", "relu", "sigmoid", "tanh")
 ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
 
 
+class CustomActivation(str):
+    """A user function given as activation=: compares as the kind "custom" (no kernel
+    takes it, so a layer that can't trace it fails loudly) and carries the function;
+    layers/custom_activation.py runs it through kerasish.ops after the layer's kernels."""
+
+    def __new__(cls, fn):
+        self = super().__new__(cls, "custom")
+        self.fn = fn
+        return self
+
+    def __reduce__(self):
+        return CustomActivation, (self.fn,)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def config(self, layer_name):
+        """Keras 3's form: {"module": "builtins", "class_name": "function", ...}."""
+        from kerasish.saving import serialization
+
+        name = getattr(self.fn, "__name__", "")
+        if name == "<lambda>" or not name.isidentifier():
+            raise ValueError(
+                f"Layer '{layer_name}': its activation {self.fn!r} is a lambda, which "
+                "cannot be saved in a config; use a named function (registered with "
+                "keras.saving.register_keras_serializable to load without custom_objects),"
+                " or save the weights only (save_weights)")
+        return {"module": "builtins", "class_name": "function",
+                "config": serialization.get_registered_name(self.fn),
+                "registered_name": "function"}
+
+
+def _custom_function(name):
+    from kerasish.saving import serialization
+
+    fn = serialization.get_registered_object(name)
+    if fn is None or not callable(fn):
+        raise ValueError(
+            f"Unknown activation function '{name}': pass it in custom_objects, or register "
+            f"it with keras.saving.register_keras_serializable. Built-in activations: "
+            f"{sorted(ALL + tuple(ALIASES))}")
+    return get(fn)
+
+
 def get(identifier):
-    """Canonical activation name from None, a name, or a function with a Keras name."""
+    """Canonical activation name from None, a name, or a function with a Keras name; any
+    other callable becomes a CustomActivation (run through kerasish.ops)."""
     if identifier is None:
         return "linear"
+    if isinstance(identifier, CustomActivation):
+        return identifier
     if isinstance(identifier, dict):  # a serialized function: {"class_name": "function", ...}
         identifier = identifier.get("config", identifier.get("class_name"))
+        if isinstance(identifier, str) and ALIASES.get(identifier.lower(),
+                                                       identifier.lower()) not in ALL:
+            return _custom_function(identifier)
     if callable(identifier):
         name = getattr(identifier, "__name__", None)
         name = ALIASES.get(name, name)
-        if name not in ALL:
-            raise ValueError(
-                f"Unsupported activation: {identifier!r} is not one of Keras's named "
-                f"activations ({sorted(ALL + tuple(ALIASES))}); arbitrary callables as "
-                "activation= are not supported yet (they will run through kerasish.ops)")
-        return name
+        if name in ALL and _is_builtin(identifier):
+            return name
+        return CustomActivation(identifier)
     if isinstance(identifier, str):
         name = identifier.lower()
         name = ALIASES.get(name, name)
         if name in ALL:
             return name
+        from kerasish.saving import serialization
+
+        if serialization.get_registered_object(identifier) is not None:
+            return _custom_function(identifier)
     raise ValueError(f"Unknown activation: {identifier!r}. Valid activations: "
                      f"{sorted(ALL + tuple(ALIASES))}")
+
+
+def _is_builtin(fn):
+    """kerasish's (or Keras-named ops') own activation functions, not a user function
+    that happens to be called relu."""
+    module = getattr(fn, "__module__", "") or ""
+    return module.startswith(("kerasish", "keras", "numpy")) or fn is globals().get(
+        getattr(fn, "__name__", ""))
 
 
 def serialize(name):

@@ -49,8 +49,11 @@ def add_loss(layer, value):
 
 def is_traced(layer):
     """A layer whose behaviour is its call() (not an explicit forward/backward pair)."""
+    from kerasish.layers.custom_activation import has_custom_activation
     from kerasish.layers.layer import Layer
 
+    if has_custom_activation(layer):  # activation=<a user function>: kernels, then ops
+        return not getattr(layer, "_is_graph_model", False)
     cls = type(layer)
     return callable(getattr(cls, "call", None)) and cls.forward is Layer.forward and \
         not getattr(layer, "_is_graph_model", False)
@@ -61,8 +64,15 @@ def _signature(input_shape):
 
 
 def _call(layer, args):
+    from kerasish.layers import custom_activation
+
     kwargs = {}
-    params = inspect.signature(layer.call).parameters
+    if custom_activation.has_custom_activation(layer):
+        target = lambda inputs: custom_activation.call(layer, inputs)  # noqa: E731
+        params = {}
+    else:
+        target = layer.call
+        params = inspect.signature(layer.call).parameters
     if "training" in params:
         kwargs["training"] = None  # the plan passes the mode to the layers inside
     if "mask" in params:
@@ -73,7 +83,7 @@ def _call(layer, args):
     try:
         # state updates (assign_add in call(), e.g. the guide's ComputeSum) run with the
         # graph like the losses given to add_loss
-        return layer.call(args, **kwargs), _added[-1], _effects[-1]
+        return target(args, **kwargs), _added[-1], _effects[-1]
     finally:
         _owners.pop()
         _added.pop()

@@ -76,7 +76,12 @@ def deserialize(config, custom_objects=None):
 
 
 def serialize(layer):
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+    from kerasish.activations import CustomActivation
+
+    config = layer.get_config()
+    if isinstance(config.get("activation"), CustomActivation):  # a user function, by name
+        config["activation"] = config["activation"].config(layer.name)
+    return {"class_name": type(layer).__name__, "config": config}
 
 
 __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Reshape",

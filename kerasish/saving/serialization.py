@@ -228,4 +228,5 @@ def model_from_config(config, custom_objects=None, where="the model config"):
     objects = merged_custom_objects(custom_objects)
     name = config["class_name"]
     cls = objects.get(name) or (models.Functional if name == "Model" else getattr(models, name))
-    return cls.from_config(config["config"], custom_objects=objects)
+    with custom_object_scope(dict(custom_objects or {})):  # activations look them up too
+        return cls.from_config(config["config"], custom_objects=objects)
