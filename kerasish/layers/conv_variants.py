@@ -35,24 +35,13 @@ def _rows(a):
     return a.reshape((a.size // a.shape[a.ndim - 1], a.shape[a.ndim - 1]))
 
 
-# Keras's per-kernel regularizer/constraint keys of the depthwise layers: taken at None
-# (configs written by Keras carry them), refused otherwise (not supported).
-_OFF_WHEN_NONE = ("depthwise_regularizer", "pointwise_regularizer", "depthwise_constraint",
-                  "pointwise_constraint")
-
 
 class _ConvBase(Layer):
     """Arguments every variant shares, and the activation around the linear part."""
 
     def __init__(self, kind, kernel_size, strides, padding, data_format, dilation_rate,
                  activation, use_bias, bias_initializer, **kwargs):
-        for key in _OFF_WHEN_NONE:
-            if key in kwargs and kwargs[key] is None:
-                del kwargs[key]
-            elif key in kwargs:
-                raise ValueError(f"{kind}: {key} is not supported; expected {key}=None; "
-                                 f"received {key}={kwargs[key]!r}")
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # regularizers/constraints: Layer attaches them by weight
         _channels_last(kind, data_format)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", kind)
         self.strides = normalize_tuple(strides, 2, "strides", kind)
@@ -170,6 +159,8 @@ class Conv2DTranspose(_ConvBase):
 
 class DepthwiseConv2D(_ConvBase):
     """Per-channel convolution: (batch, H, W, C) -> (batch, H', W', C*depth_multiplier)."""
+
+    RULE_WEIGHTS = {**Layer.RULE_WEIGHTS, "depthwise": "kernel"}  # Keras names it "kernel"
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
                  data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,

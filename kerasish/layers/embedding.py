@@ -19,13 +19,13 @@ class Embedding(Layer):
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
                  input_length=None, embeddings_regularizer=None, embeddings_constraint=None,
                  sparse=False, weights=None, **kwargs):
-        if embeddings_regularizer is not None or embeddings_constraint is not None or sparse:
-            raise ValueError("Embedding: embeddings_regularizer, embeddings_constraint and "
-                             "sparse=True are not supported")
+        if sparse:
+            raise ValueError("Embedding: sparse=True is not supported")
         if weights is not None:
             raise ValueError("Embedding: weights= is not supported; call set_weights after "
                              "building")
-        super().__init__(**kwargs)
+        super().__init__(embeddings_regularizer=embeddings_regularizer,
+                         embeddings_constraint=embeddings_constraint, **kwargs)
         self.input_dim = _positive_int("Embedding", "input_dim", input_dim)
         self.output_dim = _positive_int("Embedding", "output_dim", output_dim)
         self.embeddings_initializer = embeddings_initializer
@@ -68,11 +68,12 @@ class Embedding(Layer):
         return self.mask_zero
 
     def get_config(self):
-        return {**super().get_config(), "input_dim": self.input_dim,
+        off = {"embeddings_regularizer": None, "activity_regularizer": None,
+               "embeddings_constraint": None}  # Keras writes them; Layer's set ones win
+        return {**off, **super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
                 "embeddings_initializer": _init_config(self._init()),
-                "embeddings_regularizer": None, "activity_regularizer": None,
-                "embeddings_constraint": None, "mask_zero": self.mask_zero}
+                "mask_zero": self.mask_zero}
 
 
 class Masking(Layer):

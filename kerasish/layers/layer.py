@@ -20,18 +20,21 @@ from collections import Counter
 import numpy as np
 
 from kerasish import config as kconfig
-from kerasish import initializers
+from kerasish import constraints, initializers, regularizers
 from kerasish.variables import Variable
 
 _name_counts = Counter()
 
 # Keras config keys accepted and ignored when they hold their default (so configs
-# written by Keras load): regularizers, constraints, dtype policies.
-_IGNORED_WHEN_NONE = (
-    "kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-    "bias_constraint", "beta_regularizer", "gamma_regularizer", "beta_constraint",
-    "gamma_constraint", "lora_rank", "lora_alpha", "quantization_config",
-)
+# written by Keras load): LoRA and quantization.
+_IGNORED_WHEN_NONE = ("lora_rank", "lora_alpha", "quantization_config")
+
+# Keras's `<prefix>_regularizer` / `<prefix>_constraint` arguments, by the weight they
+# govern (the add_weight name); `activity_regularizer` governs the layer's output.
+_RULE_WEIGHTS = {"kernel": "kernel", "bias": "bias", "gamma": "gamma", "beta": "beta",
+                 "embeddings": "embeddings", "depthwise": "depthwise_kernel",
+                 "pointwise": "pointwise_kernel", "recurrent": "recurrent_kernel"}
+RULE_KEYS = tuple(f"{p}_{kind}" for p in _RULE_WEIGHTS for kind in ("regularizer", "constraint"))
 
 
 def unique_name(base):
@@ -51,13 +54,26 @@ def snake_case(name):
 
 
 class Layer:
-    """Base layer. Subclasses set weights in build and implement forward/backward."""
+    """Base layer. Subclasses set weights in build and implement forward/backward.
+
+    Regularizers and constraints: every Keras `<prefix>_regularizer`/`_constraint`
+    argument (kernel, bias, gamma, beta, embeddings, depthwise, pointwise, recurrent) is
+    kept as an attribute of that name and attached by `add_weight` to the weight it
+    governs (`var.regularizer`, `var.constraint`); `activity_regularizer` is kept for the
+    engine, which adds the penalties to the loss and applies constraints after updates.
+    A layer whose weight names differ from Keras's argument prefixes maps them in
+    `RULE_WEIGHTS` (DepthwiseConv2D: depthwise -> "kernel").
+    """
+
+    RULE_WEIGHTS = _RULE_WEIGHTS
+    activity_regularizer = None
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
-                 input_dim=None, batch_input_shape=None, **kwargs):
+                 input_dim=None, batch_input_shape=None, activity_regularizer=None, **kwargs):
         for key in _IGNORED_WHEN_NONE:
             if kwargs.get(key, None) is None:
                 kwargs.pop(key, None)
+        rules = {key: kwargs.pop(key) for key in RULE_KEYS if key in kwargs}
         if kwargs:
             raise ValueError(
                 f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}"
@@ -66,6 +82,7 @@ class Layer:
             raise ValueError(f"{type(self).__name__}: only dtype float32 is supported; "
                              f"received dtype={dtype!r}")
         self.name = name or unique_name(snake_case(type(self).__name__))
+        self._set_rules(rules, activity_regularizer)
         self.trainable = trainable
         self.built = False
         self._weights = []
@@ -80,6 +97,43 @@ class Layer:
         self._path_prefix = ""
         self._inbound_nodes = []  # graph/nodes.py: one Node per symbolic call
         self._eager_models = {}  # input shapes -> a one-layer model, for layer(array)
+
+    def _set_rules(self, rules, activity):
+        """Check and keep the regularizer/constraint arguments (refused by name here,
+        not at the first training step)."""
+        where = f"{type(self).__name__} '{self.name}'"
+        governed = {}
+        for key, value in rules.items():
+            if value is None:
+                continue
+            prefix, kind = key.rsplit("_", 1)
+            weight = self.RULE_WEIGHTS.get(prefix, prefix)
+            if governed.setdefault((weight, kind), key) != key:
+                raise ValueError(f"{where}: {governed[(weight, kind)]} and {key} both govern "
+                                 f"weight '{weight}'; pass one of them")
+            setattr(self, key, _checked_rule(kind, value, f"{where}: {key}"))
+        if activity is not None:
+            self.activity_regularizer = _checked_rule(
+                "regularizer", activity, f"{where}: activity_regularizer")
+
+    def _rule_for(self, weight, kind):
+        """The regularizer or constraint this layer's arguments give weight `weight`."""
+        for prefix, name in self.RULE_WEIGHTS.items():
+            if name == weight:
+                value = getattr(self, f"{prefix}_{kind}", None)
+                if value is not None:
+                    return value
+        return None
+
+    @property
+    def _weight_rules(self):
+        """{weight name: (regularizer, constraint)} for the weights that have either."""
+        out = {}
+        for weight in dict.fromkeys(self.RULE_WEIGHTS.values()):
+            pair = (self._rule_for(weight, "regularizer"), self._rule_for(weight, "constraint"))
+            if pair != (None, None):
+                out[weight] = pair
+        return out
 
     @property
     def trainable(self):
@@ -111,6 +165,7 @@ class Layer:
         initializer = legacy.get("initializer", initializer)
         dtype = legacy.get("dtype", dtype)
         trainable = legacy.get("trainable", trainable)
+        regularizer, constraint = kwargs.pop("regularizer", None), kwargs.pop("constraint", None)
         _check_weight_kwargs(self, kwargs)
         if name is None:
             name = f"variable_{len(self._weights)}" if self._weights else "variable"
@@ -124,8 +179,19 @@ class Layer:
         init = initializers.get(initializer)
         shape = _checked_weight_shape(self, name, shape)
         value = np.asarray(init(shape), dtype=np.float32).reshape(shape)
+        where = f"{type(self).__name__} '{self.name}': weight '{name}'"
+        # explicit add_weight(regularizer=, constraint=) win over the layer's arguments
+        regularizer = regularizer if regularizer is not None else \
+            self._rule_for(name, "regularizer")
+        constraint = constraint if constraint is not None else self._rule_for(name, "constraint")
+        if regularizer is not None:
+            regularizer = _checked_rule("regularizer", regularizer, f"{where} regularizer")
+        if constraint is not None:
+            constraint = constraints.check(_checked_rule("constraint", constraint, f"{where} "
+                                                         "constraint"), f"{where}", shape)
         var = Variable(value, name, trainable=trainable, device=kconfig.get_device(),
                        path=f"{self._path_prefix}{self.name}/{name}")
+        var.regularizer, var.constraint = regularizer, constraint
         self._weights.append(var)
         return var
 
@@ -273,6 +339,14 @@ class Layer:
         config = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
         if self._input_shape_arg is not None:
             config["batch_input_shape"] = [None, *self._input_shape_arg]
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(
+                regularizers.get(self.activity_regularizer))
+        for key in RULE_KEYS:  # Keras's serialized form, only where set (as Keras reads)
+            value = getattr(self, key, None)
+            if value is not None:
+                module = regularizers if key.endswith("_regularizer") else constraints
+                config[key] = module.serialize(module.get(value))
         return config
 
     @classmethod
@@ -286,9 +360,25 @@ class Layer:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
-# add_weight keywords of Keras 3 that kerasish takes only at their "off" value.
-_WEIGHT_KWARGS_OFF = {"autocast": True, "regularizer": None, "constraint": None,
-                      "aggregation": "none", "overwrite_with_gradient": False,
+def _checked_rule(kind, value, where):
+    """A regularizer (with its L1/L2 factors checked) or a constraint kerasish can run."""
+    if kind == "regularizer":
+        try:
+            reg = regularizers.get(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        regularizers.penalty_factors(reg, where)
+        return reg
+    try:
+        con = constraints.get(value)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return constraints.check(con, where)
+
+
+# add_weight keywords of Keras 3 that kerasish takes only at their "off" value
+# (regularizer and constraint are taken: add_weight pops them first).
+_WEIGHT_KWARGS_OFF = {"autocast": True, "aggregation": "none", "overwrite_with_gradient": False,
                       "synchronization": "auto", "use_resource": None}
 _MAX_WEIGHT_BYTES = int(os.environ.get("KERASISH_MAX_WEIGHT_BYTES", str(8 << 30)))
 

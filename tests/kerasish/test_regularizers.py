@@ -1,0 +1,230 @@
+"""kerasish.regularizers and kerasish.constraints: values and configs against real Keras 3,
+attachment to weights by Layer (var.regularizer / var.constraint), refusals by name, and
+configs that cross to Keras and back."""
+
+import os
+
+import numpy as np
+import pytest
+
+import kerasish
+from kerasish import constraints as C
+from kerasish import regularizers as R
+
+L = kerasish.layers
+
+
+def real_keras():
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
+    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
+    if not real.__version__.startswith("3."):
+        pytest.skip(f"needs Keras 3; found {real.__version__}")
+    return real
+
+
+def _np(t):
+    return np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, np.float64)
+
+
+def test_regularizer_values_and_configs_match_keras():
+    keras = real_keras()
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    x[0, 0] = 0.0
+    pairs = [(R.L1(0.3), keras.regularizers.L1(0.3)), (R.L2(0.1), keras.regularizers.L2(0.1)),
+             (R.L1L2(0.01, 0.02), keras.regularizers.L1L2(0.01, 0.02)),
+             (R.get("l1"), keras.regularizers.get("l1")),
+             (R.get("L2"), keras.regularizers.get("L2")),
+             (R.get("l1l2"), keras.regularizers.get("l1l2")),
+             (R.l1_l2(l1=0.5), keras.regularizers.l1_l2(l1=0.5))]
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(ours(x), _np(theirs(x)), rtol=1e-5, atol=1e-7,
+                                   err_msg=type(ours).__name__)
+        assert R.serialize(ours) == keras.regularizers.serialize(theirs)
+        assert (ours.l1, ours.l2) == (getattr(theirs, "l1", 0.0) and float(theirs.l1),
+                                      getattr(theirs, "l2", 0.0) and float(theirs.l2))
+        back = keras.regularizers.deserialize(R.serialize(ours))
+        assert back.get_config() == ours.get_config()
+        assert R.deserialize(keras.regularizers.serialize(theirs)).get_config() == \
+            theirs.get_config()
+    assert R.get("l1_l2").get_config() == {"l1": 0.01, "l2": 0.01}  # tf.keras 2's string
+
+
+def test_constraint_values_and_configs_match_keras():
+    keras = real_keras()
+    rng = np.random.default_rng(1)
+    dense = rng.standard_normal((7, 3)).astype(np.float32)
+    conv = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    pairs = [(C.MaxNorm(1.5), keras.constraints.MaxNorm(1.5), dense),
+             (C.max_norm(1.0, axis=[0, 1, 2]), keras.constraints.max_norm(1.0, axis=[0, 1, 2]),
+              conv),
+             (C.UnitNorm(axis=1), keras.constraints.UnitNorm(axis=1), dense),
+             (C.MinMaxNorm(0.5, 1.2, 0.7, axis=0), keras.constraints.MinMaxNorm(0.5, 1.2, 0.7),
+              dense),
+             (C.NonNeg(), keras.constraints.NonNeg(), conv),
+             (C.get("non_neg"), keras.constraints.get("non_neg"), dense),
+             (C.get("unit_norm"), keras.constraints.get("unit_norm"), dense)]
+    for ours, theirs, w in pairs:
+        np.testing.assert_allclose(ours(w), _np(theirs(w)), rtol=1e-5, atol=1e-6,
+                                   err_msg=type(ours).__name__)
+        assert C.serialize(ours) == keras.constraints.serialize(theirs)
+        assert C.deserialize(keras.constraints.serialize(theirs)).get_config() == \
+            theirs.get_config()
+
+
+def test_constraint_apply_on_the_variable_buffer(on_device):
+    layer = L.Dense(3, kernel_constraint=C.MaxNorm(0.5), bias_constraint="non_neg")
+    kerasish.Sequential([L.Input((4,)), layer])
+    layer.bias.assign(np.array([-1.0, 0.5, -0.0], np.float32))
+    before = layer.kernel.numpy()
+    layer.kernel.constraint.apply(layer.kernel.value)  # what the engine calls after updates
+    layer.bias.constraint.apply(layer.bias.value)
+    np.testing.assert_allclose(layer.kernel.numpy(), C.MaxNorm(0.5)(before), rtol=1e-6)
+    assert np.all(np.linalg.norm(layer.kernel.numpy(), axis=0) <= 0.5 + 1e-6)
+    np.testing.assert_array_equal(layer.bias.numpy(), [0.0, 0.5, 0.0])
+
+
+def _weights(layer):
+    return {w.name: (w.regularizer, w.constraint) for w in layer.weights}
+
+
+def test_layers_attach_rules_to_the_weights_they_name():
+    dense = L.Dense(3, kernel_regularizer=R.L2(0.01), bias_constraint=C.NonNeg(),
+                    activity_regularizer="l1")
+    conv = L.Conv2D(2, 3, kernel_constraint=C.MaxNorm(2, axis=[0, 1, 2]), bias_regularizer="l2")
+    kerasish.Sequential([L.Input((6, 6, 2)), conv, L.Flatten(), dense])
+    w = _weights(dense)
+    assert isinstance(w["kernel"][0], R.L2) and w["kernel"][1] is None
+    assert w["bias"][0] is None and isinstance(w["bias"][1], C.NonNeg)
+    assert isinstance(dense.activity_regularizer, R.L1)
+    assert isinstance(_weights(conv)["bias"][0], R.L2)
+    assert set(dense._weight_rules) == {"kernel", "bias"}
+
+    emb = L.Embedding(5, 3, embeddings_regularizer=R.L1(0.1), embeddings_constraint="unit_norm")
+    kerasish.Sequential([L.Input((4,)), emb])
+    assert isinstance(_weights(emb)["embeddings"][1], C.UnitNorm)
+    dw = L.DepthwiseConv2D(3, depthwise_regularizer="l2", depthwise_constraint="non_neg")
+    sep = L.SeparableConv2D(2, 3, pointwise_constraint="non_neg", depthwise_regularizer="l1")
+    kerasish.Sequential([L.Input((7, 7, 2)), dw, sep])
+    assert isinstance(_weights(dw)["kernel"][0], R.L2)  # Keras names it "kernel" too
+    assert isinstance(_weights(sep)["pointwise_kernel"][1], C.NonNeg)
+    assert isinstance(_weights(sep)["depthwise_kernel"][0], R.L1)
+    bn = L.BatchNormalization(gamma_constraint="non_neg", beta_regularizer=R.L2(0.2))
+    ln = L.LayerNormalization(beta_regularizer="l2")
+    kerasish.Sequential([L.Input((4,)), bn, ln])
+    assert isinstance(_weights(bn)["gamma"][1], C.NonNeg)
+    assert _weights(bn)["beta"][0].l2 == 0.2
+    assert _weights(bn)["moving_mean"] == (None, None)
+    assert isinstance(_weights(ln)["beta"][0], R.L2)
+
+
+class _Scaled(kerasish.layers.Layer):
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), name="kernel",
+                                 regularizer=R.L1(0.5), constraint="non_neg")
+        self.v = self.add_weight(shape=(2,), name="other")
+
+    def call(self, x):
+        return x * self.w
+
+
+def test_explicit_add_weight_rules_win():
+    layer = _Scaled(kernel_regularizer=R.L2(0.1))
+    layer.build((None, 3))
+    assert layer.w.regularizer.l1 == 0.5 and isinstance(layer.w.constraint, C.NonNeg)
+    assert (layer.v.regularizer, layer.v.constraint) == (None, None)
+
+
+class L2Like(R.Regularizer):  # Keras's docstring example: a custom L2, accepted
+    def __init__(self, l2=0.0):
+        self.l2 = l2
+
+    def __call__(self, x):
+        return self.l2 * float(np.sum(np.square(x)))
+
+    def get_config(self):
+        return {"l2": float(self.l2)}
+
+
+class Cubic(R.Regularizer):
+    def __init__(self, l2=0.1):
+        self.l2 = l2
+
+    def __call__(self, x):
+        return self.l2 * float(np.sum(np.abs(x) ** 3))
+
+
+def test_unsupported_rules_are_refused_by_name():
+    layer = L.Dense(2, kernel_regularizer=L2Like(0.5))
+    assert layer.kernel_regularizer.l2 == 0.5
+    with pytest.raises(ValueError, match=r"Dense 'dense_1': kernel_regularizer=.*Cubic.* is "
+                                         r"not supported: kerasish runs regularizers as a "
+                                         r"fused L1/L2 kernel"):
+        L.Dense(2, kernel_regularizer=Cubic())
+    with pytest.raises(ValueError, match="bias_regularizer=.*no l1/l2 attributes"):
+        L.Dense(2, bias_regularizer=lambda w: 0.01 * np.sum(w))
+    with pytest.raises(ValueError, match="OrthogonalRegularizer is not supported"):
+        L.Dense(2, kernel_regularizer="orthogonal_regularizer")
+    with pytest.raises(ValueError, match="Could not interpret regularizer identifier: 'l3'"):
+        L.Dense(2, kernel_regularizer="l3")
+    with pytest.raises(ValueError, match="Invalid value for argument l2"):
+        R.L2(-0.1)
+
+    class OnlyCall(C.Constraint):
+        def __call__(self, w):
+            return np.clip(w, -1, 1)
+
+    with pytest.raises(ValueError, match="kernel_constraint=.*overrides __call__ but not apply"):
+        L.Dense(2, kernel_constraint=OnlyCall())
+    with pytest.raises(ValueError, match="kernel_constraint=.*is not supported"):
+        L.Dense(2, kernel_constraint=lambda w: w)
+    with pytest.raises(ValueError, match="DepthwiseConv2D .*: kernel_regularizer and "
+                                         "depthwise_regularizer both govern weight 'kernel'"):
+        L.DepthwiseConv2D(3, kernel_regularizer="l2", depthwise_regularizer="l1")
+    conv = L.Conv1D(2, 3, kernel_constraint=C.MaxNorm(axis=[0, 2]))
+    with pytest.raises(ValueError, match="Conv1D 'conv1d': weight 'kernel'.*consecutive axes"):
+        kerasish.Sequential([L.Input((5, 2)), conv])
+    dense = L.Dense(2, kernel_constraint=C.MaxNorm(max_value=-1))
+    with pytest.raises(ValueError, match="weight 'kernel'.*max_value >= 0"):
+        kerasish.Sequential([L.Input((5,)), dense])
+
+
+def test_untrusted_configs_are_refused():
+    with pytest.raises(ValueError, match="Unknown regularizer class: 'os.system'"):
+        R.deserialize({"class_name": "os.system", "config": {}})
+    with pytest.raises(ValueError, match="Regularizer L2: bad config"):
+        R.deserialize({"class_name": "L2", "config": {"l2": 0.1, "evil": 1}})
+    with pytest.raises(ValueError, match="Unknown constraint class: 'Exec'"):
+        C.deserialize({"module": "keras.constraints", "class_name": "Exec", "config": {}})
+    with pytest.raises(ValueError, match="Could not interpret constraint config"):
+        C.get({"config": {}})
+
+
+def test_configs_cross_with_keras_both_ways():
+    keras = real_keras()
+    ours = L.Dense(3, kernel_regularizer=R.L2(0.01), kernel_constraint=C.MaxNorm(2),
+                   bias_regularizer=R.L1L2(0.1, 0.2), bias_constraint="non_neg",
+                   activity_regularizer=R.L1(0.05))
+    theirs = keras.layers.Dense.from_config(ours.get_config())
+    assert theirs.get_config()["kernel_regularizer"] == ours.get_config()["kernel_regularizer"]
+    for key in ("kernel_constraint", "bias_regularizer", "bias_constraint",
+                "activity_regularizer"):
+        assert keras.saving.serialize_keras_object(getattr(theirs, key)) == \
+            ours.get_config()[key], key
+    k = keras.layers.Dense(3, kernel_regularizer=keras.regularizers.L2(0.01),
+                           kernel_constraint=keras.constraints.MaxNorm(2),
+                           activity_regularizer="l1l2")
+    back = L.Dense.from_config(k.get_config())
+    for key in ("kernel_regularizer", "kernel_constraint", "activity_regularizer"):
+        assert back.get_config()[key] == k.get_config()[key], key
+    assert "bias_regularizer" not in back.get_config()  # None in Keras's: left out
+    conv = keras.layers.Conv2D(2, 3, kernel_constraint=keras.constraints.UnitNorm([0, 1, 2]))
+    model = keras.Sequential([keras.Input((5, 5, 1)), conv])
+    loaded = kerasish.models.model_from_json(model.to_json())
+    kc = loaded.layers[-1].kernel.constraint
+    assert isinstance(kc, C.UnitNorm) and kc.axis == [0, 1, 2]
+
+
+def test_layers_without_rules_write_no_rule_keys():
+    config = L.Dense(2).get_config()
+    assert not any(k.endswith(("_regularizer", "_constraint")) for k in config)
