@@ -1,0 +1,213 @@
+"""CPU twin of kernels_numba.ops.attention: FlashAttention-2 on 64 x 64 tiles.
+
+One parallel task per (batch, head) owns its rows of out/lse and of dq, dk, dv, so no
+two threads write the same element (deterministic). Inside a task the tile products
+are single-threaded cblas_sgemm calls on the operands in place (row stride H*D: the
+(B, T, H, D) layout needs no copies), or plain loops without a bound BLAS. Scratch per
+task: the score tile S, the probability-gradient tile, the output tile and row
+statistics, all from the workspace row of the task (memory independent of T).
+"""
+
+import numba
+import numpy as np
+
+from kernels_numba._blas import NO_TRANS, TRANS
+from kernels_numba.cpu import gemm as _gemm
+
+T = 64  # tile size (rows and keys); must match ops.attention.TILE_CPU
+MASKED = np.float32(-1e9)  # Keras's large negative for dropped scores
+_NEG_INF = np.float32(-np.inf)
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_HALF = np.float32(0.5)
+
+_BLAS = _gemm._SGEMM is not None
+_ADDRESS = _gemm._ADDRESS if _BLAS else 0
+_MARKER = _gemm._INT_MARKER if _BLAS else np.int32(0)
+
+
+@numba.njit(nogil=True, inline="always")
+def _mm(use_blas, address, marker, ta, tb, m, n, k, a, ao, lda, b, bo, ldb, beta, c, co,
+        ldc):
+    """c[co:] (m x n, ld ldc) = op(a) @ op(b) + beta * c on flat float32 arrays."""
+    if m == 0 or n == 0:
+        return
+    if use_blas:
+        _gemm._sgemm_at(address, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n,
+                        k, a.ctypes.data + 4 * ao, lda, b.ctypes.data + 4 * bo, ldb, beta,
+                        c.ctypes.data + 4 * co, ldc, marker)
+        return
+    for i in range(m):
+        for j in range(n):
+            s = _ZERO
+            for p in range(k):
+                av = a[ao + p * lda + i] if ta else a[ao + i * lda + p]
+                bv = b[bo + j * ldb + p] if tb else b[bo + p * ldb + j]
+                s += av * bv
+            if beta != 0:
+                s += beta * c[co + i * ldc + j]
+            c[co + i * ldc + j] = s
+
+
+@numba.njit(nogil=True, inline="always")
+def _score(s, mask, has_mask, causal, bb, i, j, tq, tk, scale):
+    """The scaled score, or MASKED where the mask or causality drops it."""
+    if causal and j > i:
+        return MASKED, True
+    if has_mask and not mask[(bb * tq + i) * tk + j] > _HALF:
+        return MASKED, True
+    return s * scale, False
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, nb, tq, tk,
+             nh, d, dv, scale, causal):
+    ld_q, ld_v = nh * d, nh * dv
+    for task in numba.prange(nb * nh):
+        bb, h = task // nh, task % nh
+        wo = task * ws.shape[1]
+        w = ws.reshape(-1)
+        s_off, o_off = wo, wo + 2 * T * T
+        m_off, l_off, u_off = o_off + T * dv, o_off + T * dv + T, o_off + T * dv + 2 * T
+        for i0 in range(0, tq, T):
+            mq = min(T, tq - i0)
+            for r in range(mq):
+                w[m_off + r] = _NEG_INF
+                w[l_off + r] = _ZERO
+                w[u_off + r] = _ZERO  # 1 once the row has an unmasked key
+                for e in range(dv):
+                    w[o_off + r * dv + e] = _ZERO
+            # causal alone never drops a whole row: skip the tiles above the diagonal
+            j_end = min(tk, i0 + mq) if causal and not has_mask else tk
+            for j0 in range(0, j_end, T):
+                mk = min(T, j_end - j0)
+                qo = ((bb * tq + i0) * nh + h) * d
+                ko = ((bb * tk + j0) * nh + h) * d
+                _mm(use_blas, address, marker, False, True, mq, mk, d, q, qo, ld_q, k, ko,
+                    ld_q, _ZERO, w, s_off, T)
+                for r in range(mq):
+                    mx = w[m_off + r]
+                    for c in range(mk):
+                        sc, dropped = _score(w[s_off + r * T + c], mask, has_mask, causal,
+                                             bb, i0 + r, j0 + c, tq, tk, scale)
+                        w[s_off + r * T + c] = sc
+                        if not dropped:
+                            w[u_off + r] = _ONE
+                        if sc > mx:
+                            mx = sc
+                    alpha = np.exp(w[m_off + r] - mx) if mx != _NEG_INF else _ONE
+                    total = _ZERO
+                    for c in range(mk):
+                        p = np.exp(w[s_off + r * T + c] - mx)
+                        w[s_off + r * T + c] = p
+                        total += p
+                    w[l_off + r] = w[l_off + r] * alpha + total
+                    w[m_off + r] = mx
+                    for e in range(dv):
+                        w[o_off + r * dv + e] *= alpha
+                vo = ((bb * tk + j0) * nh + h) * dv
+                _mm(use_blas, address, marker, False, False, mq, dv, mk, w, s_off, T, v, vo,
+                    ld_v, _ONE, w, o_off, dv)
+            for r in range(mq):
+                i = i0 + r
+                inv = _ONE / w[l_off + r]
+                for e in range(dv):
+                    out[bb, i, h, e] = w[o_off + r * dv + e] * inv
+                if w[u_off + r] > _ZERO or w[l_off + r] != w[l_off + r]:
+                    lse[bb, h, i] = w[m_off + r] + np.log(w[l_off + r])
+                else:
+                    lse[bb, h, i] = _NEG_INF  # fully masked: uniform in the backward
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dout, q, k, v,
+              out, lse, mask, has_mask, ws, nb, tq, tk, nh, d, dvs, scale, causal):
+    ld_q, ld_v = nh * d, nh * dvs
+    for task in numba.prange(nb * nh):
+        bb, h = task // nh, task % nh
+        w = ws.reshape(-1)
+        dout_f = dout.reshape(-1)
+        p_off = task * ws.shape[1]
+        g_off = p_off + T * T  # dP, then dS * scale
+        dl_off = p_off + 2 * T * T + T * dvs  # delta_r = sum(dout * out) per row
+        if want_q:
+            for i in range(tq):
+                for e in range(d):
+                    dq[bb, i, h, e] = _ZERO
+        for j in range(tk):
+            for e in range(d):
+                if want_k:
+                    dk[bb, j, h, e] = _ZERO
+            for e in range(dvs):
+                if want_v:
+                    dv[bb, j, h, e] = _ZERO
+        for j0 in range(0, tk, T):
+            mk = min(T, tk - j0)
+            ko = ((bb * tk + j0) * nh + h) * d
+            vo = ((bb * tk + j0) * nh + h) * dvs
+            i_start = (j0 // T) * T if causal and not has_mask else 0
+            for i0 in range(i_start, tq, T):
+                mq = min(T, tq - i0)
+                qo = ((bb * tq + i0) * nh + h) * d
+                oo = ((bb * tq + i0) * nh + h) * dvs
+                for r in range(mq):
+                    s = _ZERO
+                    for e in range(dvs):
+                        s += dout[bb, i0 + r, h, e] * out[bb, i0 + r, h, e]
+                    w[dl_off + r] = s
+                _mm(use_blas, address, marker, False, True, mq, mk, d, q, qo, ld_q, k, ko,
+                    ld_q, _ZERO, w, p_off, T)
+                _mm(use_blas, address, marker, False, True, mq, mk, dvs, dout_f, oo, ld_v, v,
+                    vo, ld_v, _ZERO, w, g_off, T)
+                for r in range(mq):
+                    row_lse = lse[bb, h, i0 + r]
+                    for c in range(mk):
+                        sc, dropped = _score(w[p_off + r * T + c], mask, has_mask, causal,
+                                             bb, i0 + r, j0 + c, tq, tk, scale)
+                        if row_lse == _NEG_INF:
+                            p = _ONE / np.float32(tk)
+                        else:
+                            p = np.exp(sc - row_lse)
+                        w[p_off + r * T + c] = p
+                        gi = g_off + r * T + c
+                        w[gi] = _ZERO if dropped else p * (w[gi] - w[dl_off + r]) * scale
+                if want_v:  # dv_j += P^T dout_i
+                    _mm(use_blas, address, marker, True, False, mk, dvs, mq, w, p_off, T,
+                        dout_f, oo, ld_v, _ONE, dv.reshape(-1), vo, ld_v)
+                if want_k:  # dk_j += dS^T q_i
+                    _mm(use_blas, address, marker, True, False, mk, d, mq, w, g_off, T, q,
+                        qo, ld_q, _ONE, dk.reshape(-1), ko, ld_q)
+                if want_q:  # dq_i += dS k_j
+                    _mm(use_blas, address, marker, False, False, mq, d, mk, w, g_off, T, k,
+                        ko, ld_q, _ONE, dq.reshape(-1), qo, ld_q)
+
+
+# launchers
+
+def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal):
+    nb, tq, nh, d = q.shape
+    tk, dv = k.shape[1], v.shape[3]
+    if out.size == 0:
+        return
+    if tk == 0:  # no keys: softmax over nothing
+        out.fill(np.nan)
+        lse.fill(-np.inf)
+        return
+    m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
+    _forward(_BLAS, _ADDRESS, _MARKER, out, lse, q.reshape(-1), k.reshape(-1),
+             v.reshape(-1), m, mask is not None, workspace, nb, tq, tk, nh, d, dv, scale,
+             causal)
+
+
+def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal):
+    nb, tq, nh, d = q.shape
+    tk, dvs = k.shape[1], v.shape[3]
+    dummy = np.zeros((1, 1, 1, 1), np.float32)
+    if q.size == 0 and k.size == 0:
+        return
+    m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
+    _backward(_BLAS, _ADDRESS, _MARKER, dq if dq is not None else dummy,
+              dk if dk is not None else dummy, dv if dv is not None else dummy,
+              dq is not None, dk is not None, dv is not None, dout,
+              q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, m, mask is not None,
+              workspace, nb, tq, tk, nh, d, dvs, scale, causal)
