@@ -2,10 +2,14 @@
 
 Each update is one fused kernels_numba op per trainable variable (or one for the whole
 parameter block) that also zeroes the gradient, so a training step needs no separate
-zeroing launch. Gradient clipping is fused into that op too: clipvalue elementwise;
-clipnorm / global_clipnorm through per-variable sums of squares and scale factors
-computed on the device (ops.sum_squares, ops.clip_norm_scales) that the update kernel
-reads, so a clipped step has no host round trip.
+zeroing launch. Per-step values (learning rate or schedule value, Adam's corrected rate,
+weight_decay * lr, Nadam's momentum cache) are computed on the host into a small host
+array and sent with ONE copy per step into a device buffer the update kernels read
+(ops.StepScalars), so the launches' arguments are the same on every step. Gradient
+clipping is fused into that op too: clipvalue elementwise; clipnorm / global_clipnorm
+through per-variable sums of squares and scale factors computed on the device
+(ops.sum_squares, ops.clip_norm_scales) that the update kernel reads, so a clipped step
+has no host round trip.
 """
 
 import re
@@ -89,9 +93,12 @@ del _name
 
 
 class Optimizer:
-    """Base class. Subclasses define SLOTS (slot names) and `_update(var, slots, lr)`."""
+    """Base class. Subclasses define SLOTS (slot names), OP (the kernels_numba update op),
+    `_fill_scalars(out, lr, step)` (its per-step values, ops.SCALARS[OP]) and
+    `_update(var, slots)` (one launch reading `self._scalars`)."""
 
     SLOTS = ()
+    OP = None
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
@@ -129,6 +136,8 @@ class Optimizer:
         self._built_once = False
         self._grad = {}  # the clipping keywords of the update being run
         self._norms = None  # per-variable-set norm buffers (clipnorm/global_clipnorm)
+        self._step_scalars = None  # ops.StepScalars: the per-step values on the device
+        self._scalars = None  # its device buffer, during apply()
 
     @property
     def learning_rate(self):
@@ -225,14 +234,18 @@ class Optimizer:
 
     def apply(self, variables):
         """One update of every trainable variable from its `.grad`; zeroes the gradients.
-        One launch over the blocks when they cover exactly these variables."""
+        One launch over the blocks when they cover exactly these variables. The step's
+        values go to the device in one copy first (`_upload_scalars`)."""
         lr = float(self.learning_rate)
         step = self.iterations + 1
         self._before_step(step)
         flat = getattr(self, "_flat", None)
         trainable = [v for v in variables if v.trainable]
         norm = self.clipnorm or self.global_clipnorm  # Keras: 0 or None = no clipping
-        if flat is not None and flat[2] == frozenset(id(v) for v in trainable):
+        use_flat = flat is not None and flat[2] == frozenset(id(v) for v in trainable)
+        if use_flat or trainable:
+            self._upload_scalars(flat[0].grad if use_flat else trainable[0].grad, lr, step)
+        if use_flat:
             if norm:
                 segments, sums, scales = self._flat_norms
                 ops.sum_squares(sums, flat[0].grad, segments)
@@ -242,16 +255,32 @@ class Optimizer:
                 self._grad = {"grad_scale": scales, "segments": segments}
             else:
                 self._grad = self._clipvalue_kw()
-            self._update(flat[0], flat[1], lr, step)
+            self._update(flat[0], flat[1])
         else:
             scales = self._variable_scales(trainable, norm) if norm else None
             self._grad = self._clipvalue_kw()
             for k, var in enumerate(trainable):
                 if scales is not None:
                     self._grad = {"grad_scale": scales[k:k + 1] if self.clipnorm else scales}
-                self._update(var, self._slots[id(var)], lr, step)
+                self._update(var, self._slots[id(var)])
         self._grad = {}
         self._iterations.assign(step)
+
+    def _upload_scalars(self, like, lr, step):
+        """This step's values into the host array, then one copy to the device buffer on
+        the device of `like` (made once per device: the kernels always read the same)."""
+        device = grads_device(like)
+        buf = self._step_scalars
+        if buf is None or buf.device != device:
+            buf = self._step_scalars = ops.StepScalars(len(ops.SCALARS[self.OP]), device)
+        self._fill_scalars(buf.host(), lr, step)
+        buf.upload()
+        self._scalars = buf.buffer
+
+    def _fill_scalars(self, out, lr, step):
+        """Default: (lr, weight_decay * lr), the layout of most updates."""
+        out[0] = lr
+        out[1] = self._decay() * lr
 
     def _clipvalue_kw(self):
         return {"clipvalue": self.clipvalue} if self.clipvalue else {}
@@ -278,7 +307,7 @@ class Optimizer:
         ops.clip_norm_scales(one, sums, clipnorm=norm, global_norm=True)
         return one
 
-    def _update(self, var, slots, lr, step):
+    def _update(self, var, slots):
         raise NotImplementedError
 
     def _decay(self):

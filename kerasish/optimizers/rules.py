@@ -18,11 +18,12 @@ class SGD(Optimizer):
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
         self.SLOTS = ("momentum",) if self.momentum > 0 else ()
 
-    def _update(self, var, slots, lr, step):
+    OP = "sgd_update"
+
+    def _update(self, var, slots):
         ops.sgd_update(var.value, var.grad, slots["momentum"].value if slots else None,
-                       lr=lr, momentum=self.momentum, nesterov=self.nesterov,
-                       weight_decay=self._decay(), zero_grad=True,
-                       **self._grad)
+                       momentum=self.momentum, nesterov=self.nesterov, zero_grad=True,
+                       scalars=self._scalars, **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
@@ -32,6 +33,7 @@ class Adam(Optimizer):
     """Adam in Keras's epsilon-hat form (epsilon not bias-corrected)."""
 
     SLOTS = ("momentum", "velocity")
+    OP = "adam_update"
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, **kwargs):
@@ -40,11 +42,14 @@ class Adam(Optimizer):
             raise ValueError("Adam: amsgrad=True is not supported")
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
-    def _update(self, var, slots, lr, step):
+    def _fill_scalars(self, out, lr, step):
+        ops.adam_scalars(out, lr=lr, step=step, beta_1=self.beta_1, beta_2=self.beta_2,
+                         weight_decay=self._decay())
+
+    def _update(self, var, slots):
         ops.adam_update(var.value, var.grad, slots["momentum"].value, slots["velocity"].value,
-                        lr=lr, step=step, beta_1=self.beta_1, beta_2=self.beta_2,
-                        epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
-                        **self._grad)
+                        beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                        zero_grad=True, scalars=self._scalars, **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
@@ -71,13 +76,15 @@ class RMSprop(Optimizer):
         self.SLOTS = ("velocity",) + (("momentum",) if self.momentum > 0 else ()) + \
             (("average_gradient",) if self.centered else ())
 
-    def _update(self, var, slots, lr, step):
+    OP = "rmsprop_update"
+
+    def _update(self, var, slots):
         get = slots.get
         ops.rmsprop_update(var.value, var.grad, slots["velocity"].value,
                            get("momentum").value if get("momentum") else None,
                            get("average_gradient").value if get("average_gradient") else None,
-                           lr=lr, rho=self.rho, momentum=self.momentum, epsilon=self.epsilon,
-                           centered=self.centered, weight_decay=self._decay(), zero_grad=True,
+                           rho=self.rho, momentum=self.momentum, epsilon=self.epsilon,
+                           centered=self.centered, zero_grad=True, scalars=self._scalars,
                            **self._grad)
 
     def get_config(self):
@@ -89,6 +96,7 @@ class Adagrad(Optimizer):
     """acc += g^2; w -= lr*g/sqrt(acc + eps); acc starts at initial_accumulator_value."""
 
     SLOTS = ("accumulator",)
+    OP = "adagrad_update"
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
                  **kwargs):
@@ -99,9 +107,9 @@ class Adagrad(Optimizer):
     def _slot_initial_value(self, slot):
         return self.initial_accumulator_value
 
-    def _update(self, var, slots, lr, step):
-        ops.adagrad_update(var.value, var.grad, slots["accumulator"].value, lr=lr,
-                           epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
+    def _update(self, var, slots):
+        ops.adagrad_update(var.value, var.grad, slots["accumulator"].value,
+                           epsilon=self.epsilon, zero_grad=True, scalars=self._scalars,
                            **self._grad)
 
     def get_config(self):

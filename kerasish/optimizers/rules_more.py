@@ -18,6 +18,7 @@ class Nadam(Optimizer):
     the running product of the u_t, kept as the float32 variable Keras saves last)."""
 
     SLOTS = ("momentum", "velocity")
+    OP = "nadam_update"
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -36,11 +37,14 @@ class Nadam(Optimizer):
         u_t = f(self.beta_1) * (f(1.0) - f(0.5) * f(0.96) ** f(step))
         self._u_product.assign(f(self._u_product.value) * u_t)
 
-    def _update(self, var, slots, lr, step):
+    def _fill_scalars(self, out, lr, step):
+        ops.nadam_scalars(out, lr=lr, step=step, u_product=float(self._u_product.value),
+                          beta_1=self.beta_1, beta_2=self.beta_2, weight_decay=self._decay())
+
+    def _update(self, var, slots):
         ops.nadam_update(var.value, var.grad, slots["momentum"].value, slots["velocity"].value,
-                         lr=lr, step=step, u_product=float(self._u_product.value),
                          beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
-                         weight_decay=self._decay(), zero_grad=True, **self._grad)
+                         zero_grad=True, scalars=self._scalars, **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
@@ -51,6 +55,7 @@ class Adamax(Optimizer):
     """Adam over the infinity norm: u = max(beta_2*u, |g|); w -= lr*m/((u+eps)(1-beta_1**t))."""
 
     SLOTS = ("momentum", "norm")
+    OP = "adamax_update"
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -58,11 +63,14 @@ class Adamax(Optimizer):
             _number("Adamax", "beta_2", beta_2)
         self.epsilon = _number("Adamax", "epsilon", epsilon)
 
-    def _update(self, var, slots, lr, step):
+    def _fill_scalars(self, out, lr, step):
+        ops.adamax_scalars(out, lr=lr, step=step, beta_1=self.beta_1,
+                           weight_decay=self._decay())
+
+    def _update(self, var, slots):
         ops.adamax_update(var.value, var.grad, slots["momentum"].value, slots["norm"].value,
-                          lr=lr, step=step, beta_1=self.beta_1, beta_2=self.beta_2,
-                          epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
-                          **self._grad)
+                          beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                          zero_grad=True, scalars=self._scalars, **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
@@ -73,16 +81,17 @@ class Adadelta(Optimizer):
     """Adadelta (Keras): running averages of g^2 and of the squared updates; w += lr*delta."""
 
     SLOTS = ("accumulated_grad", "accumulated_delta_var")
+    OP = "adadelta_update"
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.rho = _number("Adadelta", "rho", rho)
         self.epsilon = _number("Adadelta", "epsilon", epsilon)
 
-    def _update(self, var, slots, lr, step):
+    def _update(self, var, slots):
         ops.adadelta_update(var.value, var.grad, slots["accumulated_grad"].value,
-                            slots["accumulated_delta_var"].value, lr=lr, rho=self.rho,
-                            epsilon=self.epsilon, weight_decay=self._decay(), zero_grad=True,
+                            slots["accumulated_delta_var"].value, rho=self.rho,
+                            epsilon=self.epsilon, zero_grad=True, scalars=self._scalars,
                             **self._grad)
 
     def get_config(self):
@@ -93,6 +102,7 @@ class Lion(Optimizer):
     """Lion (Keras): w -= lr*sign(beta_1*m + (1-beta_1)*g); m = beta_2*m + (1-beta_2)*g."""
 
     SLOTS = ("momentum",)
+    OP = "lion_update"
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.99, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -103,9 +113,9 @@ class Lion(Optimizer):
                              "the optimizer degenerates to SignSGD. Received: "
                              f"beta_1={beta_1}.")
 
-    def _update(self, var, slots, lr, step):
-        ops.lion_update(var.value, var.grad, slots["momentum"].value, lr=lr, beta_1=self.beta_1,
-                        beta_2=self.beta_2, weight_decay=self._decay(), zero_grad=True,
+    def _update(self, var, slots):
+        ops.lion_update(var.value, var.grad, slots["momentum"].value, beta_1=self.beta_1,
+                        beta_2=self.beta_2, zero_grad=True, scalars=self._scalars,
                         **self._grad)
 
     def get_config(self):
@@ -121,6 +131,7 @@ class Ftrl(Optimizer):
     slots, L1/L2/L2-shrinkage regularization, learning_rate_power <= 0, beta."""
 
     SLOTS = ("accumulator", "linear")
+    OP = "ftrl_update"
 
     def __init__(self, learning_rate=0.001, learning_rate_power=-0.5,
                  initial_accumulator_value=0.1, l1_regularization_strength=0.0,
@@ -146,15 +157,19 @@ class Ftrl(Optimizer):
     def _slot_initial_value(self, slot):
         return self.initial_accumulator_value if slot == "accumulator" else 0.0
 
-    def _update(self, var, slots, lr, step):
+    def _fill_scalars(self, out, lr, step):
+        ops.ftrl_scalars(out, lr=lr, beta=self.beta,
+                         l2_regularization_strength=self.l2_regularization_strength,
+                         weight_decay=self._decay())
+
+    def _update(self, var, slots):
         ops.ftrl_update(var.value, var.grad, slots["accumulator"].value, slots["linear"].value,
-                        lr=lr, learning_rate_power=self.learning_rate_power,
+                        learning_rate_power=self.learning_rate_power,
                         l1_regularization_strength=self.l1_regularization_strength,
                         l2_regularization_strength=self.l2_regularization_strength,
                         l2_shrinkage_regularization_strength=(
                             self.l2_shrinkage_regularization_strength),
-                        beta=self.beta, weight_decay=self._decay(), zero_grad=True,
-                        **self._grad)
+                        beta=self.beta, zero_grad=True, scalars=self._scalars, **self._grad)
 
     def get_config(self):
         return {**super().get_config(), "learning_rate_power": self.learning_rate_power,

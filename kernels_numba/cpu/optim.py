@@ -1,21 +1,37 @@
 """CPU twins of kernels_numba.ops.optim, and the per-element update math of both devices.
 
-The `*_step` functions are plain Python over float32 scalars: the CPU loops below
-njit-compile them and kernels_numba.gpu.optim compiles the same functions as CUDA
-device functions, so both devices run one formula. Each loop reads the gradient
-through `grad_at` (clipping or a device-side scale, see ops.optim), hands the step
-that value `gi`, then zeroes g[i] when asked. Unused slots (velocity=None,
+The `*_step` functions are plain Python over float32 scalars: the CPU parts below
+inline them and kernels_numba.gpu.optim compiles the same functions as CUDA device
+functions, so both devices run one formula. Each loop reads the gradient through
+`grad_at` (clipping or a device-side scale, see ops.optim), hands the step that
+value `gi`, then zeroes g[i] when asked. Unused slots (velocity=None,
 momentum_buf/average_grad when off) are replaced by w and never touched.
 `decay` = weight_decay * lr: Keras 3's decoupled weight decay w -= w * decay, applied
 before the update (its base optimizer does this for every optimizer).
+
+Per-step values (lr, Adam's alpha, decay, ...) are read from the float32 `scalars`
+buffer inside the compiled loop (layouts in ops.optim), never passed by value: a
+recorded launch stays valid from step to step. Each update is one lazily compiled
+part (kernels_numba.cpu._parallel): one compile, run serially for small tensors and
+split over threads for large ones, bit-identical either way.
 """
 
 import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
 
-from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE
+from kernels_numba.cpu._parallel import (
+    _pointer_intrinsic,
+    f32_1d,
+    f32_bits,
+    from_f32_bits,
+    lazy_part,
+    pack,
+    run_parts,
+)
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -25,6 +41,10 @@ PLAIN, CLIP_VALUE, SCALE_ONE, SCALE_SEGMENTS = 0, 1, 2, 3
 # Stand-ins for the scale/segment buffers when a call has none.
 NO_SCALES = np.ones(1, np.float32)
 NO_SEGMENTS = np.zeros((1, 2), np.int64)
+# Below this many elements an update runs on the calling thread. Measured (2 threads,
+# loaded machine): Adam over 85k-120k floats is memory-bound and takes as long split
+# as serial, while waking the pool adds ~20-40 us, so only large blocks split.
+PARALLEL_MIN_SIZE = 1 << 19
 
 
 # per-element math (shared with the CUDA kernels)
@@ -119,137 +139,143 @@ def adagrad_step(w, accumulator, i, gi, lr, epsilon, decay):
     w[i] -= lr * gi / math.sqrt(acc + epsilon)
 
 
-_grad_at = numba.njit(cache=True)(grad_at)
-_sgd_step = numba.njit(cache=True)(sgd_step)
-_adam_step = numba.njit(cache=True)(adam_step)
-_rmsprop_step = numba.njit(cache=True)(rmsprop_step)
-_adagrad_step = numba.njit(cache=True)(adagrad_step)
+# inline="always": folded into the one part that uses them, never compiled on their own.
+_grad_at = numba.njit(inline="always")(grad_at)
+_sgd_step = numba.njit(inline="always")(sgd_step)
+_adam_step = numba.njit(inline="always")(adam_step)
+_rmsprop_step = numba.njit(inline="always")(rmsprop_step)
+_adagrad_step = numba.njit(inline="always")(adagrad_step)
+i64_pointer = _pointer_intrinsic(types.int64, ir.IntType(64))
 
 
-# Each update has a parallel loop and a serial twin for small tensors (biases): waking
-# the thread pool costs more than the update itself (threshold shared with the
-# activation loops). `gm, gc, gs, gseg` = grad_at's mode, clipvalue, scales, segments.
+# The argument vector of every update part: a common head, then the op's own entries
+# from HEAD on. w, g, scalars, scales (1-D: address, size), segments (address, K, 2),
+# zero_grad, grad mode, clipvalue (float32 bits).
+HEAD = 14
 
 
-@numba.njit(parallel=True, cache=True)
-def _sgd(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad,
-         gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
+def head(w, g, scalars, grad, zero_grad):
+    mode, clipvalue, scales, segments = grad
+    return (w, g, scalars, NO_SCALES if scales is None else flat(scales),
+            NO_SEGMENTS if segments is None else segments, int(zero_grad), int(mode),
+            f32_bits(clipvalue))
+
+
+@numba.njit(inline="always")
+def unpack_head(a):
+    gseg = numba.carray(i64_pointer(a[8]), (a[9], a[10]))
+    return (f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4), f32_1d(a, 6), gseg, a[11] != 0, a[12],
+            from_f32_bits(a[13]))
+
+
+@numba.njit(inline="always")
+def part_range(n, p, parts):
+    return n * p // parts, n * (p + 1) // parts
+
+
+@lazy_part
+def _sgd_part(args, p, parts):
+    a = numba.carray(args, HEAD + 5)  # + velocity, momentum, nesterov, use_velocity
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    velocity = f32_1d(a, HEAD)
+    momentum, nesterov, use_velocity = from_f32_bits(a[HEAD + 2]), a[HEAD + 3] != 0, \
+        a[HEAD + 4] != 0
+    lr, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
         _sgd_step(w, velocity, i, gi, lr, momentum, nesterov, use_velocity, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(cache=True)
-def _sgd_serial(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad,
-                gm, gc, gs, gseg):
-    for i in range(w.size):
+@lazy_part
+def _adam_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)  # + m, v, 1-beta_1, 1-beta_2, epsilon
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    m, v = f32_1d(a, HEAD), f32_1d(a, HEAD + 2)
+    b1, b2, eps = from_f32_bits(a[HEAD + 4]), from_f32_bits(a[HEAD + 5]), \
+        from_f32_bits(a[HEAD + 6])
+    alpha, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _sgd_step(w, velocity, i, gi, lr, momentum, nesterov, use_velocity, decay)
+        _adam_step(w, m, v, i, gi, alpha, b1, b2, eps, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(parallel=True, cache=True)
-def _adam(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay, zero_grad,
-          gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
+@lazy_part
+def _rmsprop_part(args, p, parts):
+    a = numba.carray(args, HEAD + 11)  # + velocity, momentum_buf, average_grad, 5 values
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    velocity, momentum_buf, average_grad = f32_1d(a, HEAD), f32_1d(a, HEAD + 2), \
+        f32_1d(a, HEAD + 4)
+    rho, momentum, eps = from_f32_bits(a[HEAD + 6]), from_f32_bits(a[HEAD + 7]), \
+        from_f32_bits(a[HEAD + 8])
+    centered, use_momentum = a[HEAD + 9] != 0, a[HEAD + 10] != 0
+    lr, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adam_step(w, m, v, i, gi, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay)
+        _rmsprop_step(w, velocity, momentum_buf, average_grad, i, gi, lr, rho, momentum, eps,
+                      centered, use_momentum, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(cache=True)
-def _adam_serial(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay,
-                 zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
+@lazy_part
+def _adagrad_part(args, p, parts):
+    a = numba.carray(args, HEAD + 3)  # + accumulator, epsilon
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    accumulator, eps = f32_1d(a, HEAD), from_f32_bits(a[HEAD + 2])
+    lr, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adam_step(w, m, v, i, gi, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay)
+        _adagrad_step(w, accumulator, i, gi, lr, eps, decay)
         if zero_grad:
             g[i] = _ZERO
-
-
-@numba.njit(parallel=True, cache=True)
-def _rmsprop(w, g, velocity, momentum_buf, average_grad, lr, rho, momentum, epsilon, centered,
-             use_momentum, decay, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _rmsprop_step(w, velocity, momentum_buf, average_grad, i, gi, lr, rho, momentum,
-                      epsilon, centered, use_momentum, decay)
-        if zero_grad:
-            g[i] = _ZERO
-
-
-@numba.njit(cache=True)
-def _rmsprop_serial(w, g, velocity, momentum_buf, average_grad, lr, rho, momentum, epsilon,
-                    centered, use_momentum, decay, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _rmsprop_step(w, velocity, momentum_buf, average_grad, i, gi, lr, rho, momentum,
-                      epsilon, centered, use_momentum, decay)
-        if zero_grad:
-            g[i] = _ZERO
-
-
-@numba.njit(parallel=True, cache=True)
-def _adagrad(w, g, accumulator, lr, epsilon, decay, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adagrad_step(w, accumulator, i, gi, lr, epsilon, decay)
-        if zero_grad:
-            g[i] = _ZERO
-
-
-@numba.njit(cache=True)
-def _adagrad_serial(w, g, accumulator, lr, epsilon, decay, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adagrad_step(w, accumulator, i, gi, lr, epsilon, decay)
-        if zero_grad:
-            g[i] = _ZERO
-
-
-def pick(parallel, serial, w):
-    return parallel if w.size >= PARALLEL_MIN_SIZE else serial
 
 
 def flat(a):
     return a.reshape(a.size)
 
 
-def grad_args(grad):
-    """ops.optim's (mode, clipvalue, scales, segments) with the CPU stand-ins filled in."""
-    mode, clipvalue, scales, segments = grad
-    return (mode, clipvalue, NO_SCALES if scales is None else flat(scales),
-            NO_SEGMENTS if segments is None else segments)
+def run_update(part, w, *entries):
+    """Pack the entries and run the part over w: split across threads when large."""
+    args = pack(*entries)
+    if w.size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
+        run_parts(part, args)
+    else:
+        part.serial(args)
 
 
-def sgd_update(w, g, velocity, *, lr, momentum, nesterov, decay, zero_grad, grad):
+def sgd_update(w, g, velocity, *, scalars, momentum, nesterov, zero_grad, grad):
     use_velocity = velocity is not None
     fw = flat(w)
-    pick(_sgd, _sgd_serial, w)(fw, flat(g), flat(velocity) if use_velocity else fw, lr,
-                               momentum, nesterov, use_velocity, decay, zero_grad,
-                               *grad_args(grad))
+    run_update(_sgd_part, w, *head(fw, flat(g), scalars, grad, zero_grad),
+               flat(velocity) if use_velocity else fw, f32_bits(momentum), int(nesterov),
+               int(use_velocity))
 
 
-def adam_update(w, g, m, v, *, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay,
-                zero_grad, grad):
-    pick(_adam, _adam_serial, w)(flat(w), flat(g), flat(m), flat(v), alpha, one_minus_beta_1,
-                                 one_minus_beta_2, epsilon, decay, zero_grad, *grad_args(grad))
+def adam_update(w, g, m, v, *, scalars, one_minus_beta_1, one_minus_beta_2, epsilon, zero_grad,
+                grad):
+    run_update(_adam_part, w, *head(flat(w), flat(g), scalars, grad, zero_grad), flat(m),
+               flat(v), f32_bits(one_minus_beta_1), f32_bits(one_minus_beta_2),
+               f32_bits(epsilon))
 
 
-def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon,
-                   centered, decay, zero_grad, grad):
+def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, scalars, rho, momentum,
+                   epsilon, centered, zero_grad, grad):
     fw = flat(w)
     use_momentum = momentum_buf is not None
-    pick(_rmsprop, _rmsprop_serial, w)(
-        fw, flat(g), flat(velocity), flat(momentum_buf) if use_momentum else fw,
-        flat(average_grad) if centered else fw, lr, rho, momentum, epsilon, centered,
-        use_momentum, decay, zero_grad, *grad_args(grad))
+    run_update(_rmsprop_part, w, *head(fw, flat(g), scalars, grad, zero_grad), flat(velocity),
+               flat(momentum_buf) if use_momentum else fw,
+               flat(average_grad) if centered else fw, f32_bits(rho), f32_bits(momentum),
+               f32_bits(epsilon), int(centered), int(use_momentum))
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon, decay, zero_grad, grad):
-    pick(_adagrad, _adagrad_serial, w)(flat(w), flat(g), flat(accumulator), lr, epsilon, decay,
-                                       zero_grad, *grad_args(grad))
+def adagrad_update(w, g, accumulator, *, scalars, epsilon, zero_grad, grad):
+    run_update(_adagrad_part, w, *head(flat(w), flat(g), scalars, grad, zero_grad),
+               flat(accumulator), f32_bits(epsilon))

@@ -3,7 +3,8 @@ their per-element math, shared with kernels_numba.gpu.optim_more as device funct
 
 Operation order follows Keras 3's torch backend (m*beta + g*(1-beta), ...), so the
 float32 results round like Keras's. Gradients are read through
-kernels_numba.cpu.optim.grad_at (clipping), as in the other optimizers.
+kernels_numba.cpu.optim.grad_at (clipping), as in the other optimizers; per-step values
+come from the `scalars` buffer (layouts in ops.optim_more), constants by value.
 """
 
 import math
@@ -11,7 +12,8 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu.optim import _grad_at, flat, grad_args, pick
+from kernels_numba.cpu._parallel import f32_1d, f32_bits, from_f32_bits, lazy_part
+from kernels_numba.cpu.optim import HEAD, _grad_at, flat, head, part_range, run_update, unpack_head
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -88,143 +90,117 @@ def ftrl_step(w, accumulator, linear, i, gi, lr, power, l1, two_l2, two_shrink, 
     accumulator[i] = n_new
 
 
-_nadam_step = numba.njit(cache=True)(nadam_step)
-_adamax_step = numba.njit(cache=True)(adamax_step)
-_adadelta_step = numba.njit(cache=True)(adadelta_step)
-_lion_step = numba.njit(cache=True)(lion_step)
-_ftrl_step = numba.njit(cache=True)(ftrl_step)
+_nadam_step = numba.njit(inline="always")(nadam_step)
+_adamax_step = numba.njit(inline="always")(adamax_step)
+_adadelta_step = numba.njit(inline="always")(adadelta_step)
+_lion_step = numba.njit(inline="always")(lion_step)
+_ftrl_step = numba.njit(inline="always")(ftrl_step)
 
 
-# Parallel loops and serial twins (small tensors), as in kernels_numba.cpu.optim.
-# `gm, gc, gs, gseg` = grad_at's mode, clipvalue, scales, segments.
+# One part per update (kernels_numba.cpu.optim's argument head, then two slots and the
+# constant hyperparameters as float32 bits c0, c1, c2 from HEAD + 4).
 
 
-@numba.njit(parallel=True, cache=True)
-def _nadam(w, g, m, v, a, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
+@numba.njit(inline="always")
+def _unpack(a):
+    return f32_1d(a, HEAD), f32_1d(a, HEAD + 2), from_f32_bits(a[HEAD + 4]), \
+        from_f32_bits(a[HEAD + 5]), from_f32_bits(a[HEAD + 6])
+
+
+@lazy_part
+def _nadam_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    m, v, beta_1, beta_2, epsilon = _unpack(a)
+    lr, u_next, den_next, one_minus_u, den, bias_2, decay = s[0], s[1], s[2], s[3], s[4], \
+        s[5], s[6]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _nadam_step(w, m, v, i, gi, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9])
+        _nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den,
+                    bias_2, epsilon, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(cache=True)
-def _nadam_serial(w, g, m, v, a, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
+@lazy_part
+def _adamax_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    m, u, beta_1, beta_2, epsilon = _unpack(a)
+    lr, bias_1, decay = s[0], s[1], s[2]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _nadam_step(w, m, v, i, gi, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9])
+        _adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(parallel=True, cache=True)
-def _adamax(w, g, m, u, a, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
+@lazy_part
+def _adadelta_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    acc, delta, rho, epsilon, _ = _unpack(a)
+    lr, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adamax_step(w, m, u, i, gi, a[0], a[1], a[2], a[3], a[4], a[5])
+        _adadelta_step(w, acc, delta, i, gi, lr, rho, epsilon, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(cache=True)
-def _adamax_serial(w, g, m, u, a, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
+@lazy_part
+def _lion_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    m, _, beta_1, beta_2, _ = _unpack(a)
+    lr, decay = s[0], s[1]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adamax_step(w, m, u, i, gi, a[0], a[1], a[2], a[3], a[4], a[5])
+        _lion_step(w, m, i, gi, lr, beta_1, beta_2, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(parallel=True, cache=True)
-def _adadelta(w, g, acc, delta, a, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
+@lazy_part
+def _ftrl_part(args, p, parts):
+    a = numba.carray(args, HEAD + 7)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    acc, linear, power, l1, two_shrink = _unpack(a)
+    lr, two_l2, decay = s[0], s[1], s[2]
+    i0, i1 = part_range(w.size, p, parts)
+    for i in range(i0, i1):
         gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adadelta_step(w, acc, delta, i, gi, a[0], a[1], a[2], a[3])
+        _ftrl_step(w, acc, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay)
         if zero_grad:
             g[i] = _ZERO
 
 
-@numba.njit(cache=True)
-def _adadelta_serial(w, g, acc, delta, a, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adadelta_step(w, acc, delta, i, gi, a[0], a[1], a[2], a[3])
-        if zero_grad:
-            g[i] = _ZERO
+def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=0.0, c2=0.0):
+    run_update(part, w, *head(flat(w), flat(g), scalars, grad, zero_grad), flat(slot_a),
+               flat(slot_b), f32_bits(c0), f32_bits(c1), f32_bits(c2))
 
 
-@numba.njit(parallel=True, cache=True)
-def _lion(w, g, m, a, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _lion_step(w, m, i, gi, a[0], a[1], a[2], a[3])
-        if zero_grad:
-            g[i] = _ZERO
+def nadam_update(w, g, m, v, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
+    _run(_nadam_part, w, g, m, v, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
 
 
-@numba.njit(cache=True)
-def _lion_serial(w, g, m, a, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _lion_step(w, m, i, gi, a[0], a[1], a[2], a[3])
-        if zero_grad:
-            g[i] = _ZERO
+def adamax_update(w, g, m, u, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
+    _run(_adamax_part, w, g, m, u, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
 
 
-@numba.njit(parallel=True, cache=True)
-def _ftrl(w, g, acc, linear, a, zero_grad, gm, gc, gs, gseg):
-    for i in numba.prange(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _ftrl_step(w, acc, linear, i, gi, a[0], a[1], a[2], a[3], a[4], a[5])
-        if zero_grad:
-            g[i] = _ZERO
+def adadelta_update(w, g, accumulated_grad, accumulated_delta, *, scalars, rho, epsilon,
+                    zero_grad, grad):
+    _run(_adadelta_part, w, g, accumulated_grad, accumulated_delta, scalars, zero_grad, grad,
+         rho, epsilon)
 
 
-@numba.njit(cache=True)
-def _ftrl_serial(w, g, acc, linear, a, zero_grad, gm, gc, gs, gseg):
-    for i in range(w.size):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _ftrl_step(w, acc, linear, i, gi, a[0], a[1], a[2], a[3], a[4], a[5])
-        if zero_grad:
-            g[i] = _ZERO
+def lion_update(w, g, m, *, scalars, beta_1, beta_2, zero_grad, grad):
+    _run(_lion_part, w, g, m, m, scalars, zero_grad, grad, beta_1, beta_2)
 
 
-# The launchers pack the float32 hyperparameters into one small array `a` (same order
-# as the step's scalar arguments): the loops stay short and one signature serves all.
-
-NADAM_ARGS = ("lr", "beta_1", "beta_2", "u_next", "den_next", "one_minus_u", "den", "bias_2",
-              "epsilon", "decay")
-ADAMAX_ARGS = ("lr", "beta_1", "beta_2", "bias_1", "epsilon", "decay")
-ADADELTA_ARGS = ("lr", "rho", "epsilon", "decay")
-LION_ARGS = ("lr", "beta_1", "beta_2", "decay")
-FTRL_ARGS = ("lr", "power", "l1", "two_l2", "two_shrink", "decay")
-
-
-def scalars(names, values):
-    return np.array([values[n] for n in names], np.float32)
-
-
-def _run(parallel, serial, names, w, buffers, zero_grad, grad, values):
-    pick(parallel, serial, w)(flat(w), *[flat(b) for b in buffers], scalars(names, values),
-                              zero_grad, *grad_args(grad))
-
-
-def nadam_update(w, g, m, v, *, zero_grad, grad, **values):
-    _run(_nadam, _nadam_serial, NADAM_ARGS, w, (g, m, v), zero_grad, grad, values)
-
-
-def adamax_update(w, g, m, u, *, zero_grad, grad, **values):
-    _run(_adamax, _adamax_serial, ADAMAX_ARGS, w, (g, m, u), zero_grad, grad, values)
-
-
-def adadelta_update(w, g, accumulated_grad, accumulated_delta, *, zero_grad, grad, **values):
-    _run(_adadelta, _adadelta_serial, ADADELTA_ARGS, w, (g, accumulated_grad, accumulated_delta),
-         zero_grad, grad, values)
-
-
-def lion_update(w, g, m, *, zero_grad, grad, **values):
-    _run(_lion, _lion_serial, LION_ARGS, w, (g, m), zero_grad, grad, values)
-
-
-def ftrl_update(w, g, accumulator, linear, *, zero_grad, grad, **values):
-    _run(_ftrl, _ftrl_serial, FTRL_ARGS, w, (g, accumulator, linear), zero_grad, grad, values)
+def ftrl_update(w, g, accumulator, linear, *, scalars, power, l1, two_shrink, zero_grad, grad):
+    _run(_ftrl_part, w, g, accumulator, linear, scalars, zero_grad, grad, power, l1, two_shrink)

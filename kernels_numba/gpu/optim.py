@@ -3,7 +3,9 @@
 
 The per-element math is kernels_numba.cpu.optim's `grad_at` and `*_step` functions
 compiled as device functions (one formula for both devices). Unused slots are passed
-as w; unused scale/segment buffers as small cached stand-ins.
+as w; unused scale/segment buffers as small cached stand-ins. Per-step values (lr,
+alpha, decay, ...) are read from the float32 `s` buffer (layouts: ops.optim.SCALARS),
+so the arguments of a launch never change from step to step (CUDA-graph replay).
 """
 
 import numpy as np
@@ -27,12 +29,14 @@ _adagrad_step = device_function(_math.adagrad_step, inline="always")
 _ZERO = np.float32(0.0)
 
 
-# kernels
+# kernels (s: the per-step scalars buffer)
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {B}, {B}, {F32}, {B}, {GRAD})")
-def _sgd_kernel(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zero_grad,
-                gm, gc, gs, gseg):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32}, {B}, {B}, {B}, {GRAD})")
+def _sgd_kernel(w, g, velocity, s, momentum, nesterov, use_velocity, zero_grad, gm, gc, gs,
+                gseg):
+    lr = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _sgd_step(w, velocity, i, gi, lr, momentum, nesterov, use_velocity, decay)
@@ -40,10 +44,12 @@ def _sgd_kernel(w, g, velocity, lr, momentum, nesterov, use_velocity, decay, zer
             g[i] = _ZERO
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {F32}, {F32}, {F32}, {B}, "
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {F32}, {B}, "
         f"{GRAD})")
-def _adam_kernel(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay, zero_grad,
+def _adam_kernel(w, g, m, v, s, one_minus_beta_1, one_minus_beta_2, epsilon, zero_grad,
                  gm, gc, gs, gseg):
+    alpha = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _adam_step(w, m, v, i, gi, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay)
@@ -51,10 +57,12 @@ def _adam_kernel(w, g, m, v, alpha, one_minus_beta_1, one_minus_beta_2, epsilon,
             g[i] = _ZERO
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, "
-        f"{F32}, {F32}, {F32}, {F32}, {B}, {B}, {F32}, {B}, {GRAD})")
-def _rmsprop_kernel(w, g, velocity, momentum_buf, average_grad, lr, rho, momentum, epsilon,
-                    centered, use_momentum, decay, zero_grad, gm, gc, gs, gseg):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, "
+        f"{F32}, {F32}, {F32}, {B}, {B}, {B}, {GRAD})")
+def _rmsprop_kernel(w, g, velocity, momentum_buf, average_grad, s, rho, momentum, epsilon,
+                    centered, use_momentum, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _rmsprop_step(w, velocity, momentum_buf, average_grad, i, gi, lr, rho, momentum,
@@ -63,8 +71,10 @@ def _rmsprop_kernel(w, g, velocity, momentum_buf, average_grad, lr, rho, momentu
             g[i] = _ZERO
 
 
-@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32}, {F32}, {F32}, {B}, {GRAD})")
-def _adagrad_kernel(w, g, accumulator, lr, epsilon, decay, zero_grad, gm, gc, gs, gseg):
+@kernel(f"void({F32_1D}, {F32_1D}, {F32_1D}, {F32_1D}, {F32}, {B}, {GRAD})")
+def _adagrad_kernel(w, g, accumulator, s, epsilon, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _adagrad_step(w, accumulator, i, gi, lr, epsilon, decay)
@@ -99,28 +109,27 @@ def launch_flat(k, w, *args):
     launch(k, grid, block, flat(w), *args)
 
 
-def sgd_update(w, g, velocity, *, lr, momentum, nesterov, decay, zero_grad, grad):
+def sgd_update(w, g, velocity, *, scalars, momentum, nesterov, zero_grad, grad):
     use_velocity = velocity is not None
-    launch_flat(_sgd_kernel, w, flat(g), flat(velocity if use_velocity else w), lr, momentum,
-                nesterov, use_velocity, decay, zero_grad, *grad_args(grad))
+    launch_flat(_sgd_kernel, w, flat(g), flat(velocity if use_velocity else w), scalars,
+                momentum, nesterov, use_velocity, zero_grad, *grad_args(grad))
 
 
-def adam_update(w, g, m, v, *, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay,
-                zero_grad, grad):
-    launch_flat(_adam_kernel, w, flat(g), flat(m), flat(v), alpha, one_minus_beta_1,
-                one_minus_beta_2, epsilon, decay, zero_grad, *grad_args(grad))
+def adam_update(w, g, m, v, *, scalars, one_minus_beta_1, one_minus_beta_2, epsilon, zero_grad,
+                grad):
+    launch_flat(_adam_kernel, w, flat(g), flat(m), flat(v), scalars, one_minus_beta_1,
+                one_minus_beta_2, epsilon, zero_grad, *grad_args(grad))
 
 
-def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, lr, rho, momentum, epsilon,
-                   centered, decay, zero_grad, grad):
+def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, scalars, rho, momentum,
+                   epsilon, centered, zero_grad, grad):
     use_momentum = momentum_buf is not None
     launch_flat(_rmsprop_kernel, w, flat(g), flat(velocity),
                 flat(momentum_buf if use_momentum else w), flat(average_grad if centered else w),
-                lr, rho, momentum, epsilon, centered, use_momentum, decay, zero_grad,
+                scalars, rho, momentum, epsilon, centered, use_momentum, zero_grad,
                 *grad_args(grad))
 
 
-def adagrad_update(w, g, accumulator, *, lr, epsilon, decay, zero_grad, grad):
-    launch_flat(_adagrad_kernel, w, flat(g), flat(accumulator), lr, epsilon, decay, zero_grad,
+def adagrad_update(w, g, accumulator, *, scalars, epsilon, zero_grad, grad):
+    launch_flat(_adagrad_kernel, w, flat(g), flat(accumulator), scalars, epsilon, zero_grad,
                 *grad_args(grad))
-

@@ -1,6 +1,7 @@
 """CUDA kernels for kernels_numba.ops.optim_more: one fused grid-stride kernel per tensor or
 parameter block, running kernels_numba.cpu.optim_more's `*_step` math as device functions.
-Hyperparameters are plain float32 kernel arguments (no host array: no copy per launch).
+Per-step values come from the float32 `s` buffer (ops.optim_more.LAYOUTS); constant
+hyperparameters are plain float32 arguments, so a launch's arguments never change.
 """
 
 import numpy as np
@@ -22,12 +23,19 @@ _ftrl_step = device_function(_math.ftrl_step, inline="always")
 
 
 def _sig(buffers, scalars):
+    # buffers (the last one is s, the per-step scalars), constant scalars, zero_grad, grad
     return f"void({', '.join([F32_1D] * buffers + [F32] * scalars)}, {B}, {GRAD})"
 
 
-@kernel(_sig(4, 10))
-def _nadam_kernel(w, g, m, v, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den, bias_2,
-                  epsilon, decay, zero_grad, gm, gc, gs, gseg):
+@kernel(_sig(5, 3))
+def _nadam_kernel(w, g, m, v, s, beta_1, beta_2, epsilon, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    u_next = s[1]
+    den_next = s[2]
+    one_minus_u = s[3]
+    den = s[4]
+    bias_2 = s[5]
+    decay = s[6]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den,
@@ -36,9 +44,11 @@ def _nadam_kernel(w, g, m, v, lr, beta_1, beta_2, u_next, den_next, one_minus_u,
             g[i] = _ZERO
 
 
-@kernel(_sig(4, 6))
-def _adamax_kernel(w, g, m, u, lr, beta_1, beta_2, bias_1, epsilon, decay, zero_grad,
-                   gm, gc, gs, gseg):
+@kernel(_sig(5, 3))
+def _adamax_kernel(w, g, m, u, s, beta_1, beta_2, epsilon, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    bias_1 = s[1]
+    decay = s[2]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay)
@@ -46,8 +56,10 @@ def _adamax_kernel(w, g, m, u, lr, beta_1, beta_2, bias_1, epsilon, decay, zero_
             g[i] = _ZERO
 
 
-@kernel(_sig(4, 4))
-def _adadelta_kernel(w, g, acc, delta, lr, rho, epsilon, decay, zero_grad, gm, gc, gs, gseg):
+@kernel(_sig(5, 2))
+def _adadelta_kernel(w, g, acc, delta, s, rho, epsilon, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _adadelta_step(w, acc, delta, i, gi, lr, rho, epsilon, decay)
@@ -55,8 +67,10 @@ def _adadelta_kernel(w, g, acc, delta, lr, rho, epsilon, decay, zero_grad, gm, g
             g[i] = _ZERO
 
 
-@kernel(_sig(3, 4))
-def _lion_kernel(w, g, m, lr, beta_1, beta_2, decay, zero_grad, gm, gc, gs, gseg):
+@kernel(_sig(4, 2))
+def _lion_kernel(w, g, m, s, beta_1, beta_2, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    decay = s[1]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _lion_step(w, m, i, gi, lr, beta_1, beta_2, decay)
@@ -64,9 +78,11 @@ def _lion_kernel(w, g, m, lr, beta_1, beta_2, decay, zero_grad, gm, gc, gs, gseg
             g[i] = _ZERO
 
 
-@kernel(_sig(4, 6))
-def _ftrl_kernel(w, g, acc, linear, lr, power, l1, two_l2, two_shrink, decay, zero_grad,
-                 gm, gc, gs, gseg):
+@kernel(_sig(5, 3))
+def _ftrl_kernel(w, g, acc, linear, s, power, l1, two_shrink, zero_grad, gm, gc, gs, gseg):
+    lr = s[0]
+    two_l2 = s[1]
+    decay = s[2]
     for i in range(cuda.grid(1), w.size, cuda.gridsize(1)):
         gi = grad_at(g, i, gm, gc, gs, gseg)
         _ftrl_step(w, acc, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay)
@@ -74,27 +90,27 @@ def _ftrl_kernel(w, g, acc, linear, lr, power, l1, two_l2, two_shrink, decay, ze
             g[i] = _ZERO
 
 
-def _run(k, names, w, buffers, zero_grad, grad, values):
-    launch_flat(k, w, *[flat(b) for b in buffers], *[np.float32(values[n]) for n in names],
+def nadam_update(w, g, m, v, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
+    launch_flat(_nadam_kernel, w, flat(g), flat(m), flat(v), scalars, beta_1, beta_2, epsilon,
                 zero_grad, *grad_args(grad))
 
 
-def nadam_update(w, g, m, v, *, zero_grad, grad, **values):
-    _run(_nadam_kernel, _math.NADAM_ARGS, w, (g, m, v), zero_grad, grad, values)
+def adamax_update(w, g, m, u, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
+    launch_flat(_adamax_kernel, w, flat(g), flat(m), flat(u), scalars, beta_1, beta_2, epsilon,
+                zero_grad, *grad_args(grad))
 
 
-def adamax_update(w, g, m, u, *, zero_grad, grad, **values):
-    _run(_adamax_kernel, _math.ADAMAX_ARGS, w, (g, m, u), zero_grad, grad, values)
+def adadelta_update(w, g, accumulated_grad, accumulated_delta, *, scalars, rho, epsilon,
+                    zero_grad, grad):
+    launch_flat(_adadelta_kernel, w, flat(g), flat(accumulated_grad), flat(accumulated_delta),
+                scalars, rho, epsilon, zero_grad, *grad_args(grad))
 
 
-def adadelta_update(w, g, accumulated_grad, accumulated_delta, *, zero_grad, grad, **values):
-    _run(_adadelta_kernel, _math.ADADELTA_ARGS, w, (g, accumulated_grad, accumulated_delta),
-         zero_grad, grad, values)
+def lion_update(w, g, m, *, scalars, beta_1, beta_2, zero_grad, grad):
+    launch_flat(_lion_kernel, w, flat(g), flat(m), scalars, beta_1, beta_2, zero_grad,
+                *grad_args(grad))
 
 
-def lion_update(w, g, m, *, zero_grad, grad, **values):
-    _run(_lion_kernel, _math.LION_ARGS, w, (g, m), zero_grad, grad, values)
-
-
-def ftrl_update(w, g, accumulator, linear, *, zero_grad, grad, **values):
-    _run(_ftrl_kernel, _math.FTRL_ARGS, w, (g, accumulator, linear), zero_grad, grad, values)
+def ftrl_update(w, g, accumulator, linear, *, scalars, power, l1, two_shrink, zero_grad, grad):
+    launch_flat(_ftrl_kernel, w, flat(g), flat(accumulator), flat(linear), scalars, power, l1,
+                two_shrink, zero_grad, *grad_args(grad))
