@@ -227,3 +227,71 @@ def test_config_round_trip_and_keras_config():
                                             output_shape=7, use_bias=False).get_config()
     assert {k for k in theirs if k not in ("dtype", "flash_attention")} <= set(cfg)
     MultiHeadAttention.from_config({k: v for k, v in theirs.items() if k != "dtype"})
+
+
+def test_keras_io_transformer_text_classification(monkeypatch):
+    """keras-io's "Text classification with Transformer" (synthetic token ids), with
+    only `import kerasish as keras` changed; a few steps of fit lower the loss."""
+    if not hasattr(kerasish.layers, "MultiHeadAttention"):  # until the lead exports it
+        monkeypatch.setattr(kerasish.layers, "MultiHeadAttention", MultiHeadAttention,
+                            raising=False)
+    keras = kerasish
+    from kerasish import layers, ops
+
+    class TransformerBlock(layers.Layer):
+        def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
+            super().__init__()
+            self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+            self.ffn = keras.Sequential(
+                [layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)])
+            self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+            self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
+            self.dropout1 = layers.Dropout(rate)
+            self.dropout2 = layers.Dropout(rate)
+
+        def call(self, inputs):
+            attn_output = self.att(inputs, inputs)
+            attn_output = self.dropout1(attn_output)
+            out1 = self.layernorm1(inputs + attn_output)
+            ffn_output = self.ffn(out1)
+            ffn_output = self.dropout2(ffn_output)
+            return self.layernorm2(out1 + ffn_output)
+
+    class TokenAndPositionEmbedding(layers.Layer):
+        def __init__(self, maxlen, vocab_size, embed_dim):
+            super().__init__()
+            self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+            self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+        def call(self, x):
+            maxlen = ops.shape(x)[-1]
+            positions = ops.arange(start=0, stop=maxlen, step=1)
+            positions = self.pos_emb(positions)
+            x = self.token_emb(x)
+            return x + positions
+
+    vocab_size, maxlen = 200, 20
+    rng = np.random.default_rng(0)
+    x_train = rng.integers(0, vocab_size, (64, maxlen))
+    y_train = (x_train[:, :5].sum(axis=1) % 2).astype(np.int32)  # learnable from tokens
+
+    embed_dim, num_heads, ff_dim = 32, 2, 32
+    keras.utils.set_random_seed(1)
+    inputs = layers.Input(shape=(maxlen,))
+    embedding_layer = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim)
+    x = embedding_layer(inputs)
+    transformer_block = TransformerBlock(embed_dim, num_heads, ff_dim)
+    x = transformer_block(x)
+    x = layers.GlobalAveragePooling1D()(x)
+    x = layers.Dropout(0.1)(x)
+    x = layers.Dense(20, activation="relu")(x)
+    x = layers.Dropout(0.1)(x)
+    outputs = layers.Dense(2, activation="softmax")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    history = model.fit(x_train, y_train, batch_size=32, epochs=4,
+                        validation_data=(x_train[:16], y_train[:16]), verbose=0)
+    losses = history.history["loss"]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
+    assert model.predict(x_train[:3], verbose=0).shape == (3, 2)
