@@ -67,6 +67,9 @@ class _UnitForgetBias(Initializer):
 
 
 _REFUSED = {"stateful": False, "unroll": False, "use_cudnn": "auto", "time_major": False}
+# passed on to Layer.__init__ (left out when None, as Keras configs write them)
+_WEIGHT_EXTRAS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                  "kernel_constraint", "recurrent_constraint", "bias_constraint")
 
 
 class _RNN(Layer):
@@ -80,18 +83,16 @@ class _RNN(Layer):
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
                  bias_initializer="zeros", dropout=0.0, recurrent_dropout=0.0,
                  return_sequences=False, return_state=False, go_backwards=False,
-                 zero_output_for_mask=False, seed=None, recurrent_regularizer=None,
-                 recurrent_constraint=None, **kwargs):
+                 zero_output_for_mask=False, seed=None, **kwargs):
         cls = type(self).__name__
         for key, default in _REFUSED.items():
             if kwargs.get(key, default) != default:
                 raise ValueError(f"{cls}: {key}={kwargs[key]!r} is not supported by kerasish "
                                  f"(only {key}={default!r})")
             kwargs.pop(key, None)
-        if recurrent_regularizer is not None or recurrent_constraint is not None:
-            raise ValueError(f"{cls}: recurrent_regularizer/recurrent_constraint are not "
-                             "supported; received "
-                             f"{recurrent_regularizer or recurrent_constraint!r}")
+        for key in _WEIGHT_EXTRAS:  # Layer attaches (or refuses) these by weight name
+            if kwargs.get(key, 0) is None:
+                kwargs.pop(key)
         super().__init__(**kwargs)
         self.units = _positive_int(cls, "units", units)
         self.activation = self._kind("activation", activation)
@@ -171,12 +172,24 @@ class _RNN(Layer):
         if self.STATES == 2:
             shapes.update(c=((t + 1) * b * u,), dc=(b * u,))
         if self.GATES == 3:
-            shapes["inner"] = (t * b * g,)
+            shapes["inner"] = (t * b * g if self._reset_after else t * b * u,)
+            if not self._reset_after:
+                shapes["rtmp"] = (b * u,)
         if self.dropout:
             shapes.update(dmask=(b * f,), dtmp=(b * f,))
         if self.recurrent_dropout:
             shapes.update(rmask=(b * u,), rtmp=(b * u,), hd=(t * b * u,))
         return {k: (s, np.float32) for k, s in shapes.items()}
+
+    @property
+    def _reset_after(self):
+        return getattr(self, "reset_after", True)
+
+    def _inner(self, t, n):
+        if self.GATES != 3:
+            return None
+        return self._buf("inner", t, n, self.GATES * self.units if self._reset_after
+                         else self.units)
 
     def _buf(self, name, *shape):
         flat = self.scratch[name]
@@ -234,11 +247,11 @@ class _RNN(Layer):
                 ops.fill(buf[0], 0.0)
         ops.rnn_sequence_forward(
             h, gates, self.recurrent_kernel.value, cell=self.KIND, c=c,
-            inner=self._buf("inner", t, n, g) if self.GATES == 3 else None,
-            bias=self.bias.value if self.use_bias else None, mask=mask,
-            rmask=self._buf("rmask", n, u) if rdrop else None,
+            inner=self._inner(t, n), bias=self.bias.value if self.use_bias else None,
+            mask=mask, rmask=self._buf("rmask", n, u) if rdrop else None,
             hd=self._buf("hd", t, n, u) if rdrop else None, go_backwards=self.go_backwards,
-            activation=self.activation, recurrent_activation=self.recurrent_activation)
+            reset_after=self._reset_after, activation=self.activation,
+            recurrent_activation=self.recurrent_activation)
         if self.return_sequences:
             ops.from_time_major(y, h[1:])
             if self.zero_output_for_mask and mask is not None:
@@ -287,18 +300,23 @@ class _RNN(Layer):
         ops.rnn_sequence_backward(
             gates, dh, h, self.recurrent_kernel.value, cell=self.KIND, dc=dc,
             c=self._buf("c", t + 1, n, u) if self.STATES == 2 else None,
-            inner=self._buf("inner", t, n, g) if self.GATES == 3 else None, mask=mask,
-            dy=dy if self.return_sequences else None,
+            inner=self._inner(t, n), mask=mask, dy=dy if self.return_sequences else None,
             rmask=self._buf("rmask", n, u) if rdrop else None,
-            rtmp=self._buf("rtmp", n, u) if rdrop else None, go_backwards=self.go_backwards,
+            rtmp=self._buf("rtmp", n, u) if rdrop or not self._reset_after else None,
+            go_backwards=self.go_backwards, reset_after=self._reset_after,
             activation=self.activation, recurrent_activation=self.recurrent_activation)
         g2 = gates.reshape((t * n, g))
-        i2 = self._buf("inner", t * n, g) if self.GATES == 3 else g2
+        i2 = self._buf("inner", t * n, g) if self.GATES == 3 and self._reset_after else g2
         if self.trainable:
-            hp = self._buf("hd", t, n, u) if rdrop else h[:t]
+            hp = (self._buf("hd", t, n, u) if rdrop else h[:t]).reshape((t * n, u))
             ops.rnn_gemm(self.kernel.grad, xs.reshape((t * n, f)), g2, trans_a=True, beta=1.0)
-            ops.rnn_gemm(self.recurrent_kernel.grad, hp.reshape((t * n, u)), i2, trans_a=True,
-                         beta=1.0)
+            if self._reset_after:
+                ops.rnn_gemm(self.recurrent_kernel.grad, hp, i2, trans_a=True, beta=1.0)
+            else:  # R_zr's left operand is h_prev, R_h's r * h_prev (left in inner)
+                ops.rnn_gemm(self.recurrent_kernel.grad, hp, g2, trans_a=True, beta=1.0,
+                             columns=(0, 2 * u))
+                ops.rnn_gemm(self.recurrent_kernel.grad, self._buf("inner", t * n, u), g2,
+                             trans_a=True, beta=1.0, columns=(2 * u, 3 * u))
             if self.use_bias:
                 self._bias_grad(g2, i2)
         if dx is not None:
@@ -370,23 +388,28 @@ class LSTM(_RNN):
 
 
 class GRU(_RNN):
-    """Gated recurrent unit (Cho 2014), Keras gate order z, r, h, reset_after=True."""
+    """Gated recurrent unit (Cho 2014), Keras gate order z, r, h.
+
+    reset_after=True (Keras 3's default): hh = act(x W_h + b_xh + r * (h R_h + b_rh)), bias
+    (2, 3U); reset_after=False (the original GRU): hh = act(x W_h + (r * h) R_h + b_h),
+    bias (3U,), two recurrent GEMMs per step (r is needed before the R_h product)."""
 
     GATES, STATES, CELL, KIND = 3, 1, "gru_cell", "gru"
 
     def __init__(self, units, reset_after=True, implementation=2, **kwargs):
-        if not reset_after:
-            raise ValueError("GRU: reset_after=False is not supported by kerasish (only "
-                             "Keras 3's default reset_after=True)")
+        self.reset_after = bool(reset_after)
         super().__init__(units, **kwargs)
 
     def _bias_shape(self):
-        return (2, 3 * self.units)
+        return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
 
     def _bias_grad(self, g2, i2):
+        if not self.reset_after:
+            ops.batch_sum(self.bias.grad, g2)
+            return
         ops.batch_sum(self.bias.grad[0], g2)
         ops.batch_sum(self.bias.grad[1], i2)
 
     def get_config(self):
         return {**super().get_config(), "recurrent_activation": self.recurrent_activation,
-                "reset_after": True}
+                "reset_after": self.reset_after}

@@ -14,7 +14,13 @@ exact at +-inf and propagate NaN (error_model="numpy": IEEE division, no checks)
 
 The `*_rows_*` functions run one cell step on the batch rows r0..r1 (the caller
 splits rows across threads); `work` is (3, G*U) float32 scratch of the caller. Bias is
-2-D: (1, G*U) for LSTM / SimpleRNN, (2, 3U) for GRU's input and recurrent rows.
+2-D: (1, G*U) for LSTM / SimpleRNN / GRU reset_after=False, (2, 3U) for GRU's input and
+recurrent rows.
+
+GRU reset_after=False (Keras's original GRU: hh = act(xh + (r * h_prev) @ R_h)) needs r
+before the h third of the recurrent GEMM, so its step is split in two halves around that
+GEMM (`gru_rb_rows_zr`, `gru_rb_rows_h`), and likewise its backward (`gru_rb_rows_dh`,
+`gru_rb_rows_dr`).
 """
 
 import math
@@ -23,6 +29,8 @@ import numba
 import numpy as np
 
 LINEAR, TANH, SIGMOID, RELU, HARD_SIGMOID = 0, 1, 2, 3, 4
+# cells of the sequence ops (GRU_RB: GRU with reset_after=False)
+LSTM, GRU, SIMPLE, GRU_RB = 0, 1, 2, 3
 _ZERO = np.float32(0.0)
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
@@ -256,3 +264,81 @@ def simple_rows_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code, r0, 
             else:
                 dz[i, j] = _ZERO
                 dh[i, j] = dht
+
+
+@numba.njit(**_JIT)
+def gru_rb_rows_zr(gates, rh, src, bias, use_bias, ract_code, r0, r1, work):
+    """z, r = ract(gates + b) on the first 2U columns (they already hold x@W + src@R_zr);
+    rh = r * src, the left operand of the h third's GEMM (kept for its weight gradient)."""
+    u = rh.shape[1]
+    for i in range(r0, r1):
+        row = gates[i]
+        if use_bias:
+            for j in range(2 * u):
+                row[j] += bias[0, j]
+        _vact(row[:2 * u], ract_code, work)
+        for j in range(u):
+            rh[i, j] = row[u + j] * src[i, j]
+
+
+@numba.njit(**_JIT)
+def gru_rb_rows_h(h, gates, h_prev, bias, use_bias, mask, use_mask, t, act_code, r0, r1,
+                  work):
+    """hh = act(gates_h + b_h) (gates_h holds x@W_h + rh@R_h); h = z*h_prev + (1-z)*hh."""
+    u = h.shape[1]
+    for i in range(r0, r1):
+        row = gates[i]
+        if use_bias:
+            for j in range(u):
+                row[2 * u + j] += bias[0, 2 * u + j]
+        _vact(row[2 * u:], act_code, work)
+        keep = (not use_mask) or mask[i, t] != _ZERO
+        for j in range(u):
+            z, hp = row[j], h_prev[i, j]
+            h[i, j] = z * hp + (_ONE - z) * row[2 * u + j] if keep else hp
+
+
+@numba.njit(**_JIT)
+def gru_rb_rows_dh(gates, dh, h_prev, mask, use_mask, t, dy, t_out, act_code, ract_code,
+                   r0, r1):
+    """First half of the reverse step: gates' z and hh columns <- dL/d(pre-activation),
+    dh <- dL/dh_t * z (the direct path); r is left for gru_rb_rows_dr."""
+    u = dh.shape[1]
+    for i in range(r0, r1):
+        keep = (not use_mask) or mask[i, t] != _ZERO
+        for j in range(u):
+            dht = dh[i, j]
+            if t_out >= 0:
+                dht += dy[i, t_out, j]
+            if not keep:
+                gates[i, j] = _ZERO
+                gates[i, 2 * u + j] = _ZERO
+                dh[i, j] = dht
+                continue
+            z, hh = gates[i, j], gates[i, 2 * u + j]
+            gates[i, j] = dht * (h_prev[i, j] - hh) * _act_grad(z, ract_code)
+            gates[i, 2 * u + j] = dht * (_ONE - z) * _act_grad(hh, act_code)
+            dh[i, j] = dht * z
+
+
+@numba.njit(**_JIT)
+def gru_rb_rows_dr(gates, drh, dh, h_prev, rmask, use_rmask, mask, use_mask, t, ract_code,
+                   r0, r1):
+    """Second half: drh (= dhh @ R_h.T, dL/d(r * src)) gives the r column's gradient; the
+    src path drh * r goes into dh (no recurrent dropout) or replaces drh (with it: the
+    caller adds the z, r GEMM and then dh += drh * rmask)."""
+    u = dh.shape[1]
+    for i in range(r0, r1):
+        keep = (not use_mask) or mask[i, t] != _ZERO
+        for j in range(u):
+            if not keep:
+                gates[i, u + j] = _ZERO
+                drh[i, j] = _ZERO
+                continue
+            d, r = drh[i, j], gates[i, u + j]
+            src = h_prev[i, j] * rmask[i, j] if use_rmask else h_prev[i, j]
+            gates[i, u + j] = d * src * _act_grad(r, ract_code)
+            if use_rmask:
+                drh[i, j] = d * r
+            else:
+                dh[i, j] += d * r

@@ -1,20 +1,16 @@
 """CUDA kernels for kernels_numba.ops.recurrent: one thread per (sample, unit) per step.
 
-The gate math is kernels_numba.cpu.recurrent's `act`/`act_grad` compiled as inlined
+The gate math is kernels_numba.cpu._rnn_cells's `act`/`act_grad` compiled as inlined
 device functions, so both devices evaluate the same float32 formulas. Each thread
 reads and writes only its own unit's gate columns: the step kernels run in place on
 the gate buffers (activations overwritten by their gradients) with no races and no
-atomics.
+atomics. The whole-sequence ops are kernels_numba.gpu.rnn_sequence.
 """
 
-import numpy as np
 from numba import float32
 
 from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.cpu import recurrent as _cpu
-from kernels_numba.gpu.dense import gemm as _gemm
-from kernels_numba.gpu.dropout import dropout_backward as _times
-from kernels_numba.gpu.elementwise import axpy as _axpy
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
@@ -23,7 +19,6 @@ F32_3D = "float32[:, :, ::1]"
 _act = device_function(_cpu.act)
 _act_grad = device_function(_cpu.act_grad)
 CONCAT, SUM, MUL = _cpu.CONCAT, _cpu.SUM, _cpu.MUL
-LSTM, GRU = _cpu.LSTM, _cpu.GRU
 
 
 # kernels
@@ -298,68 +293,6 @@ def simple_step_forward(h, z, h_prev, bias, use_bias, mask, use_mask, t, act_cod
 def simple_step_backward(dz, dh, h, mask, use_mask, t, dy, t_out, act_code):
     _go(_simple_step_backward_kernel, dh.size, dz, dh, h, mask, use_mask, t, dy, t_out,
         act_code)
-
-
-# whole sequences: the same recurrent GEMM + fused step kernel per step, launched
-# straight from here (arguments were checked once by the op; one launch shape for all).
-
-
-def rnn_gemm(c, a, b, trans_a, beta):
-    _gemm(c, a, b, trans_a=trans_a, beta=beta)
-
-
-def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
-                         rmask, use_rmask, reverse, act_code, ract_code):
-    t_len, n = gates.shape[:2]
-    if t_len == 0 or n == 0:
-        return
-    grid, block = grid_1d(n * h.shape[2])
-    b = bias if cell == GRU else bias.reshape(bias.size)
-    for s in range(t_len):
-        col = t_len - 1 - s if reverse else s
-        src = h[s]
-        if use_rmask:
-            src = hd[s]
-            _times(src, h[s], rmask)
-        if cell == GRU:
-            _gemm(inner[s], src, rk)
-            launch(_gru_step_forward_kernel, grid, block, h[s + 1], gates[s], inner[s], h[s],
-                   b, use_bias, mask, use_mask, col, act_code, ract_code)
-            continue
-        _gemm(gates[s], src, rk, beta=1.0)
-        if cell == LSTM:
-            launch(_lstm_step_forward_kernel, grid, block, h[s + 1], c[s + 1], gates[s], h[s],
-                   c[s], b, use_bias, mask, use_mask, col, act_code, ract_code)
-        else:
-            launch(_simple_step_forward_kernel, grid, block, h[s + 1], gates[s], h[s], b,
-                   use_bias, mask, use_mask, col, act_code)
-
-
-def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
-                          rmask, use_rmask, rtmp, reverse, act_code, ract_code):
-    t_len, n = gates.shape[:2]
-    if t_len == 0 or n == 0:
-        return
-    grid, block = grid_1d(dh.size)
-    for s in range(t_len - 1, -1, -1):
-        col, t_out = (t_len - 1 - s if reverse else s), (s if has_dy else -1)
-        src = gates[s]
-        if cell == LSTM:
-            launch(_lstm_step_backward_kernel, grid, block, src, dh, dc, c[s + 1], c[s], mask,
-                   use_mask, col, dy, t_out, act_code, ract_code)
-        elif cell == GRU:
-            src = inner[s]
-            launch(_gru_step_backward_kernel, grid, block, gates[s], src, dh, h[s], mask,
-                   use_mask, col, dy, t_out, act_code, ract_code)
-        else:
-            launch(_simple_step_backward_kernel, grid, block, src, dh, h[s + 1], mask,
-                   use_mask, col, dy, t_out, act_code)
-        if use_rmask:  # dh += (dgates @ R.T) * rmask
-            _gemm(rtmp, src, rk, trans_b=True)
-            _times(rtmp, rtmp, rmask)
-            _axpy(dh, rtmp, np.float32(1.0))
-        else:
-            _gemm(dh, src, rk, trans_b=True, beta=1.0)
 
 
 def merge_forward(y, fwd, bwd, mode, reverse):

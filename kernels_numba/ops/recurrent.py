@@ -15,16 +15,23 @@ SimpleRNN G = 1. `mask` (N, T) float32: 0 marks a step whose state is carried th
 (Keras's masking). `t` is the mask column of the step; `t_out` the column of dy (N, T_out,
 U) added into dh at this step (-1: none).
 
-`rnn_sequence_forward` / `rnn_sequence_backward` run the whole time loop of one cell
-(the same recurrent GEMM + fused step per step) in one call: the CPU twin compiles the
-loop, the CUDA twin launches one GEMM and one step kernel per step without the per-op
-checks.
+`rnn_sequence_forward` / `rnn_sequence_backward` / `rnn_gemm` (kernels_numba.ops.rnn_sequence,
+re-exported here) run the whole time loop of one cell in one call, GRU reset_after=False
+included (the step ops here are reset_after=True's).
 """
 
 from kernels_numba import _check
-from kernels_numba.cpu.recurrent import (AVE, CONCAT, GRU, HARD_SIGMOID, LINEAR, LSTM, MUL,
-                                          RELU, SIGMOID, SIMPLE, SUM, TANH)
+from kernels_numba.cpu.recurrent import AVE, CONCAT, MUL, SUM
 from kernels_numba.dispatch import impl
+from kernels_numba.ops.rnn_sequence import (
+    RNN_ACTIVATIONS,
+    RNN_CELLS,
+    _code,
+    _dummy3,
+    rnn_gemm,
+    rnn_sequence_backward,
+    rnn_sequence_forward,
+)
 
 __all__ = ["to_time_major", "from_time_major", "lstm_step_forward", "lstm_step_backward",
            "gru_step_forward", "gru_step_backward", "simple_step_forward",
@@ -32,15 +39,7 @@ __all__ = ["to_time_major", "from_time_major", "lstm_step_forward", "lstm_step_b
            "merge_forward", "merge_backward", "RNN_ACTIVATIONS", "MERGE_MODES", "RNN_CELLS"]
 FAMILY = "recurrent"
 
-RNN_ACTIVATIONS = {"linear": LINEAR, "tanh": TANH, "sigmoid": SIGMOID, "relu": RELU,
-                   "hard_sigmoid": HARD_SIGMOID}
 MERGE_MODES = {"concat": CONCAT, "sum": SUM, "mul": MUL, "ave": AVE}
-RNN_CELLS = {"lstm": (LSTM, 4), "gru": (GRU, 3), "simple": (SIMPLE, 1)}
-
-
-def _code(op, name, kind):
-    _check.choice(op, name, kind, RNN_ACTIVATIONS)
-    return RNN_ACTIVATIONS[kind]
 
 
 def _index(op, name, value, size, allow_none=False):
@@ -67,10 +66,6 @@ def _dy(op, dy, n, u, t_out):
         return
     _check.array(op, "dy", dy, shape=(n, None, u))
     _index(op, "t_out", t_out, dy.shape[1], allow_none=True)
-
-
-def _dummy3(a):
-    return a.reshape((1, *a.shape))
 
 
 def to_time_major(y, x, *, reverse=False, scale=None):
@@ -260,117 +255,6 @@ def simple_step_backward(dz, dh, h, mask=None, dy=None, *, t=0, t_out=-1, activa
     fn = impl(op, FAMILY, dz=dz, dh=dh, h=h, mask=mask, dy=dy)
     fn(dz, dh, h, h if mask is None else mask, use_mask, int(t),
        _dummy3(dh) if dy is None else dy, int(t_out), a)
-
-
-def _seq_arrays(op, cell, h, gates, rk, c, inner):
-    _check.choice(op, "cell", cell, RNN_CELLS)
-    code, g = RNN_CELLS[cell]
-    t1, n, u = _check.array(op, "h", h, ndim=3)
-    if t1 < 1:
-        raise ValueError(f"{op}: expected h of shape (T+1, N, U); received {h.shape}")
-    _check.array(op, "gates", gates, shape=(t1 - 1, n, g * u))
-    _check.array(op, "recurrent_kernel", rk, shape=(u, g * u))
-    if cell == "lstm":
-        _check.array(op, "c", c, shape=(t1, n, u))
-    if cell == "gru":
-        _check.array(op, "inner", inner, shape=(t1 - 1, n, 3 * u))
-    return code, t1 - 1, n, u
-
-
-def _seq_mask(op, mask, rmask, other, other_name, n, t, u):
-    if mask is not None:
-        _check.array(op, "mask", mask, shape=(n, t))
-    if rmask is not None:
-        _check.array(op, "rmask", rmask, shape=(n, u))
-        if other is None:
-            raise ValueError(f"{op}: rmask needs {other_name}; received {other_name}=None")
-
-
-def rnn_gemm(c, a, b, *, trans_a=False, beta=0.0):
-    """c = op(a) @ b + beta * c (beta 0 or 1) for a recurrent layer's big GEMMs: the input
-    projection of all steps and the weight gradients over all steps.
-
-    The same product as ops.matmul; the CPU twin cuts c into column blocks that threads
-    claim (as the sequence ops do), so no thread waits on a descheduled one.
-
-    Args:
-        c: (M, N) float32. a: (M, K) float32, or (K, M) with trans_a. b: (K, N) float32.
-    """
-    op = "rnn_gemm"
-    rows, cols = _check.array(op, "a", a, ndim=2)
-    m, k = (cols, rows) if trans_a else (rows, cols)
-    n = _check.array(op, "b", b, shape=(k, None))[1]
-    _check.array(op, "c", c, shape=(m, n))
-    if beta not in (0, 1):
-        raise ValueError(f"{op}: expected beta 0 or 1; received {beta!r}")
-    impl(op, FAMILY, c=c, a=a, b=b)(c, a, b, bool(trans_a), float(beta))
-
-
-def rnn_sequence_forward(h, gates, recurrent_kernel, *, cell, c=None, inner=None, bias=None,
-                         mask=None, rmask=None, hd=None, go_backwards=False,
-                         activation="tanh", recurrent_activation="sigmoid"):
-    """All T steps of a cell: per step s, gates[s] (+)= h_prev @ R, then the fused step.
-
-    Args:
-        h: (T+1, N, U) float32; h[0] is the initial state, h[s+1] the output of step s.
-        gates: (T, N, G*U) float32, x@W per step on input; activated gates on output.
-        recurrent_kernel: (U, G*U) float32.
-        cell: "lstm" (G=4, needs c (T+1, N, U), c[0] initial), "gru" (G=3,
-            reset_after=True, needs inner (T, N, 3U) scratch) or "simple" (G=1).
-        bias: (G*U,) float32, GRU (2, 3U), or None.
-        mask: (N, T) float32 or None; step s reads column T-1-s when go_backwards.
-        rmask: (N, U) float32 recurrent-dropout multiplier or None; with it the GEMM
-            reads hd[s] = h[s] * rmask, hd (T, N, U) float32 written (kept for dW).
-    """
-    op = "rnn_sequence_forward"
-    code, t, n, u = _seq_arrays(op, cell, h, gates, recurrent_kernel, c, inner)
-    g = RNN_CELLS[cell][1]
-    if bias is not None:
-        _check.array(op, "bias", bias, shape=(2, 3 * u) if cell == "gru" else (g * u,))
-    _seq_mask(op, mask, rmask, hd, "hd", n, t, u)
-    if hd is not None:
-        _check.array(op, "hd", hd, shape=(t, n, u))
-    a, r = _code(op, "activation", activation), _code(op, "recurrent_activation",
-                                                     recurrent_activation)
-    fn = impl(op, FAMILY, h=h, gates=gates, recurrent_kernel=recurrent_kernel, c=c,
-              inner=inner, bias=bias, mask=mask, rmask=rmask, hd=hd)
-    b = gates[0] if bias is None else bias
-    fn(code, h, h if c is None else c, gates, gates if inner is None else inner,
-       h if hd is None else hd, recurrent_kernel, b.reshape((1, b.size)) if b.ndim == 1 else b,
-       bias is not None, h[0] if mask is None else mask, mask is not None,
-       h[0] if rmask is None else rmask, rmask is not None, bool(go_backwards), a, r)
-
-
-def rnn_sequence_backward(gates, dh, h, recurrent_kernel, *, cell, dc=None, c=None,
-                          inner=None, mask=None, dy=None, rmask=None, rtmp=None,
-                          go_backwards=False, activation="tanh",
-                          recurrent_activation="sigmoid"):
-    """Back through all T steps of rnn_sequence_forward, last step first.
-
-    On input dh (and dc for LSTM) (N, U) hold dL/d(final state); dy (N, T, U) float32
-    (or None) is dL/d h[s+1] for every step. On output gates (and GRU's inner) hold
-    dL/d(pre-activation gates) of every step (ready for the weight-gradient GEMMs) and
-    dh, dc dL/d(initial state). With rmask, rtmp (N, U) float32 is scratch.
-    """
-    op = "rnn_sequence_backward"
-    code, t, n, u = _seq_arrays(op, cell, h, gates, recurrent_kernel, c, inner)
-    _check.array(op, "dh", dh, shape=(n, u))
-    if cell == "lstm":
-        _check.array(op, "dc", dc, shape=(n, u))
-    if dy is not None:
-        _check.array(op, "dy", dy, shape=(n, t, u))
-    _seq_mask(op, mask, rmask, rtmp, "rtmp", n, t, u)
-    if rtmp is not None:
-        _check.array(op, "rtmp", rtmp, shape=(n, u))
-    a, r = _code(op, "activation", activation), _code(op, "recurrent_activation",
-                                                     recurrent_activation)
-    fn = impl(op, FAMILY, gates=gates, dh=dh, h=h, recurrent_kernel=recurrent_kernel, dc=dc,
-              c=c, inner=inner, mask=mask, dy=dy, rmask=rmask, rtmp=rtmp)
-    fn(code, gates, gates if inner is None else inner, dh, dh if dc is None else dc, h,
-       h if c is None else c, recurrent_kernel, dh if mask is None else mask,
-       mask is not None, _dummy3(dh) if dy is None else dy, dy is not None,
-       dh if rmask is None else rmask, rmask is not None, dh if rtmp is None else rtmp,
-       bool(go_backwards), a, r)
 
 
 def _merge_shapes(op, y, fwd, bwd, mode):

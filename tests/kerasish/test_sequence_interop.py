@@ -33,6 +33,13 @@ STACKS = {
     "gru-simple": lambda L: [L.Input((T,)), L.Embedding(VOCAB, 4),
                              L.GRU(6, return_sequences=True, go_backwards=True),
                              L.SimpleRNN(3, activation="relu"), L.Dense(2)],
+    "gru-reset-before": lambda L: [
+        L.Input((T,)), L.Embedding(VOCAB, 4),
+        L.GRU(6, reset_after=False, return_sequences=True, go_backwards=True),
+        L.GRU(3, reset_after=False, use_bias=False, recurrent_activation="hard_sigmoid"),
+        L.Dense(2)],
+    "gru-reset-before-mask": lambda L: [L.Input((T,)), L.Embedding(VOCAB, 4, mask_zero=True),
+                                        L.GRU(5, reset_after=False), L.Dense(2)],
     "bidirectional": lambda L: [L.Input((T,)), L.Embedding(VOCAB, 4, mask_zero=True),
                                 L.Bidirectional(L.LSTM(3, return_sequences=True)),
                                 L.Bidirectional(L.GRU(2), merge_mode="sum"), L.Dense(2)],
@@ -46,7 +53,7 @@ STACKS = {
                              L.GlobalMaxPooling1D(), L.Dense(2)],
 }
 # Mask-aware stacks run in kerasish only where masks flow through the engine.
-MASKED = ("lstm-mask", "bidirectional")
+MASKED = ("lstm-mask", "bidirectional", "gru-reset-before-mask")
 
 
 def _ours_forward_with_masks(model, x):
@@ -86,7 +93,7 @@ def test_same_weights_same_outputs(name):
     assert np.abs(got - expected).max() <= 1e-5
 
 
-@pytest.mark.parametrize("name", ["gru-simple", "conv1d", "global-max"])
+@pytest.mark.parametrize("name", ["gru-simple", "gru-reset-before", "conv1d", "global-max"])
 def test_h5_crosses_both_ways(name, tmp_path):
     x = _ids()
     real.utils.set_random_seed(3)
@@ -118,3 +125,22 @@ def test_bidirectional_h5_weights_cross(tmp_path):
     ours.save(tmp_path / "ours.h5")
     back = real.models.load_model(tmp_path / "ours.h5")
     assert np.abs(back.predict(x, verbose=0) - ours.predict(x, verbose=0)).max() <= 1e-6
+
+
+def test_gru_reset_before_weights_h5_cross(tmp_path):
+    """.weights.h5 of GRU(reset_after=False) (bias (3U,)) both ways."""
+    x = _ids()
+    real.utils.set_random_seed(6)
+    theirs = real.Sequential(STACKS["gru-reset-before"](real.layers))
+    ours = kerasish.Sequential(STACKS["gru-reset-before"](kerasish.layers))
+    ours.build((None, T))
+    assert [w.shape for w in ours.get_weights()] == [w.shape for w in theirs.get_weights()]
+    theirs.save_weights(tmp_path / "theirs.weights.h5")
+    ours.load_weights(tmp_path / "theirs.weights.h5")
+    assert np.abs(ours.predict(x, verbose=0) - theirs.predict(x, verbose=0)).max() <= 1e-6
+    rng = np.random.default_rng(7)
+    ours.set_weights([w + rng.normal(scale=0.1, size=w.shape).astype(np.float32)
+                      for w in ours.get_weights()])
+    ours.save_weights(tmp_path / "ours.weights.h5")
+    theirs.load_weights(tmp_path / "ours.weights.h5")
+    assert np.abs(theirs.predict(x, verbose=0) - ours.predict(x, verbose=0)).max() <= 1e-6

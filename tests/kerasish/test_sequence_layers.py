@@ -1,17 +1,58 @@
 """Sequence layers through time: forward vs a float64 NumPy reference, backward vs finite
 differences through all steps (masks, go_backwards, initial states, return_state), and
-the single-output models training through fit."""
+the single-output models training through fit. "gru_rb" is GRU(reset_after=False)."""
+
+import functools
 
 import numpy as np
 import pytest
 
 import kerasish
-from kerasish.layers import (GRU, LSTM, Bidirectional, Conv1D, Embedding, GlobalMaxPooling1D,
-                             Masking, SimpleRNN, TimeDistributed)
+from kerasish.layers import (
+    GRU,
+    LSTM,
+    Bidirectional,
+    Embedding,
+    Masking,
+    SimpleRNN,
+)
 from kernels_numba.testing import assert_close, numeric_grad
-from tests.kerasish.rnn_reference import rnn_ref
+from tests.kerasish.rnn_reference import ACT
+from tests.kerasish.rnn_reference import rnn_ref as _rnn_ref
 
-KINDS = [(LSTM, "lstm"), (GRU, "gru"), (SimpleRNN, "simple")]
+GRU_RB = functools.partial(GRU, reset_after=False)
+KINDS = [(LSTM, "lstm"), (GRU, "gru"), (GRU_RB, "gru_rb"), (SimpleRNN, "simple")]
+
+
+def seq_ref(kind, x, K, R, b, *, mask=None, go_backwards=False, h0=None, c0=None,
+            act="tanh", ract="sigmoid", xmask=None, rmask=None):
+    """rnn_ref, plus Keras's GRU reset_after=False: hh = act(x W_h + (r * h) R_h + b_h)."""
+    kw = dict(mask=mask, go_backwards=go_backwards, h0=h0, c0=c0, act=act, ract=ract,
+              xmask=xmask, rmask=rmask)
+    if kind != "gru_rb":
+        return _rnn_ref(kind, x, K, R, b, **kw)
+    x = np.asarray(x, np.float64)
+    n, t, _ = x.shape
+    u = R.shape[0]
+    a, r = ACT[act], ACT[ract]
+    h = np.zeros((n, u)) if h0 is None else np.asarray(h0, np.float64)
+    seq = []
+    for col in (range(t - 1, -1, -1) if go_backwards else range(t)):
+        xt = x[:, col] if xmask is None else x[:, col] * xmask
+        hp = h if rmask is None else h * rmask
+        xg = xt @ K + (0 if b is None else b)
+        z = r(xg[:, :u] + hp @ R[:, :u])
+        rr = r(xg[:, u:2 * u] + hp @ R[:, u:2 * u])
+        hh = a(xg[:, 2 * u:] + (rr * hp) @ R[:, 2 * u:])
+        hn = z * h + (1 - z) * hh
+        if mask is not None:
+            hn = np.where((mask[:, col] != 0)[:, None], hn, h)
+        h = hn
+        seq.append(h)
+    return np.stack(seq, 1), h, None
+
+
+rnn_ref = seq_ref
 
 
 def _setup(layer, input_shape, n, seed=0):
@@ -92,25 +133,26 @@ def test_initial_states_and_return_state(cls, kind):
         assert_close(dxs[1 + k], numeric_grad(ls, states[k]), rtol=1e-4, atol=1e-4)
 
 
-def test_dropout_masks_are_per_sequence_and_seeded():
+@pytest.mark.parametrize("cls,kind", [(LSTM, "lstm"), (GRU_RB, "gru_rb")])
+def test_dropout_masks_are_per_sequence_and_seeded(cls, kind):
     n, t, f, u = 3, 4, 5, 2
-    layer = LSTM(u, dropout=0.5, recurrent_dropout=0.3, seed=7, return_sequences=True)
+    layer = cls(u, dropout=0.5, recurrent_dropout=0.3, seed=7, return_sequences=True)
     ws = _setup(layer, (None, t, f), n)
     x = np.random.default_rng(3).normal(size=(n, t, f)).astype(np.float32)
     y = np.empty((n, t, u), np.float32)
     layer.forward(y, x, True)
     xm, rm = layer._buf("dmask", n, f), layer._buf("rmask", n, u)
     assert set(np.unique(xm)) <= {0.0, 2.0} and 0.0 in xm
-    seq, _, _ = rnn_ref("lstm", x, *ws, xmask=xm, rmask=rm)
+    seq, _, _ = rnn_ref(kind, x, *ws, xmask=xm, rmask=rm)
     assert_close(y, seq, rtol=1e-5, atol=1e-5)
     dy = np.ones_like(y)
     dx = np.empty_like(x)
     layer.backward(dx, dy.copy(), x, y)
-    num = numeric_grad(lambda v: float(rnn_ref("lstm", v, *ws, xmask=xm, rmask=rm)[0].sum()), x)
+    num = numeric_grad(lambda v: float(rnn_ref(kind, v, *ws, xmask=xm, rmask=rm)[0].sum()), x)
     assert_close(dx, num, rtol=1e-4, atol=1e-4)
     y2 = np.empty_like(y)
     layer.forward(y2, x, False)  # inference: no dropout
-    assert_close(y2, rnn_ref("lstm", x, *ws)[0], rtol=1e-5, atol=1e-5)
+    assert_close(y2, rnn_ref(kind, x, *ws)[0], rtol=1e-5, atol=1e-5)
 
 
 def test_refused_arguments():
@@ -118,8 +160,7 @@ def test_refused_arguments():
         LSTM(3, stateful=True)
     with pytest.raises(ValueError, match="unroll=True"):
         GRU(3, unroll=True)
-    with pytest.raises(ValueError, match="reset_after=False"):
-        GRU(3, reset_after=False)
+    GRU(3, recurrent_regularizer=None, recurrent_constraint=None)  # as Keras configs write
     with pytest.raises(ValueError, match="activation"):
         LSTM(3, activation="softmax")
     with pytest.raises(ValueError, match="dropout"):
@@ -194,6 +235,9 @@ def _seq_task(n=96, t=6, vocab=12, seed=0):
 
 @pytest.mark.parametrize("build", [
     lambda L: [L.Input((6,)), L.Embedding(12, 8), L.LSTM(10), L.Dense(2, activation="softmax")],
+    lambda L: [L.Input((6,)), L.Embedding(12, 8), L.GRU(7, reset_after=False, go_backwards=True,
+                                                        dropout=0.1, recurrent_dropout=0.2),
+               L.Dense(2, activation="softmax")],
     lambda L: [L.Input((6,)), L.Embedding(12, 8), L.GRU(7, return_sequences=True),
                L.SimpleRNN(5), L.Dense(2, activation="softmax")],
     lambda L: [L.Input((6,)), L.Embedding(12, 8), L.Bidirectional(L.LSTM(6)),
@@ -203,7 +247,7 @@ def _seq_task(n=96, t=6, vocab=12, seed=0):
                L.GlobalMaxPooling1D(), L.Dense(2, activation="softmax")],
     lambda L: [L.Input((6,)), L.Embedding(12, 8), L.TimeDistributed(L.Dense(4)),
                L.LSTM(5, go_backwards=True), L.Dense(2, activation="softmax")],
-], ids=["lstm", "gru-simple", "bidirectional", "conv1d", "time-distributed"])
+], ids=["lstm", "gru-reset-before", "gru-simple", "bidirectional", "conv1d", "time-distributed"])
 def test_sequence_models_train_through_fit(build):
     kerasish.utils.set_random_seed(0)
     x, y = _seq_task()

@@ -1,6 +1,7 @@
 """rnn_sequence_forward / rnn_sequence_backward (whole time loops) on both devices: every
 step's state vs the float64 NumPy reference, and the gradients of the initial states and
-(through the gate gradients the op leaves) of the weights vs finite differences."""
+(through the gate gradients the op leaves) of the weights vs finite differences.
+"gru_rb" is cell="gru" with reset_after=False (two GEMMs per step)."""
 
 import numpy as np
 import pytest
@@ -8,9 +9,10 @@ import pytest
 from kernels_numba import ops
 from kernels_numba.cpu import gemm as cpu_gemm
 from kernels_numba.testing import assert_close, host, numeric_grad, on, randn
-from tests.kerasish.rnn_reference import rnn_ref
+from tests.kerasish.test_sequence_layers import seq_ref as rnn_ref
 
-GATES = {"lstm": 4, "gru": 3, "simple": 1}
+GATES = {"lstm": 4, "gru": 3, "gru_rb": 3, "simple": 1}
+CELLS = list(GATES)
 CASES = [  # n, t, u, go_backwards, masked, recurrent dropout, dy for every step
     (1, 1, 1, False, False, False, True), (3, 4, 5, True, True, False, True),
     (2, 3, 33, False, True, True, False), (17, 3, 3, True, False, True, True)]
@@ -34,6 +36,7 @@ def _problem(cell, n, t, u, masked, rdrop, f=2):
 def _run(device, cell, x, k, r, b, h0, c0, mask, rmask, go_backwards, w, wh, wc):
     n, t, _ = x.shape
     u = r.shape[0]
+    rb = cell == "gru_rb"
     xs = np.ascontiguousarray(np.transpose(x[:, ::-1] if go_backwards else x, (1, 0, 2)))
     gates = (xs @ k).astype(np.float32)
     h = np.zeros((t + 1, n, u), np.float32)
@@ -42,33 +45,43 @@ def _run(device, cell, x, k, r, b, h0, c0, mask, rmask, go_backwards, w, wh, wc)
     c[0] = c0
     dev = dict(h=on(device, h), gates=on(device, gates), rk=on(device, r),
                c=on(device, c) if cell == "lstm" else None,
-               inner=on(device, np.zeros_like(gates)) if cell == "gru" else None,
+               inner=on(device, np.zeros((t, n, u) if rb else gates.shape, np.float32))
+               if cell.startswith("gru") else None,
                mask=None if mask is None else on(device, mask),
                rmask=None if rmask is None else on(device, rmask),
                hd=None if rmask is None else on(device, np.zeros((t, n, u), np.float32)))
-    kw = dict(cell=cell, c=dev["c"], inner=dev["inner"], mask=dev["mask"], rmask=dev["rmask"],
-              go_backwards=go_backwards)
-    ops.rnn_sequence_forward(dev["h"], dev["gates"], dev["rk"], bias=on(device, b),
+    kw = dict(cell="gru" if rb else cell, c=dev["c"], inner=dev["inner"], mask=dev["mask"],
+              rmask=dev["rmask"], go_backwards=go_backwards, reset_after=not rb)
+    ops.rnn_sequence_forward(dev["h"], dev["gates"], dev["rk"],
+                             bias=None if b is None else on(device, b),
                              hd=dev["hd"], **kw)
     states = host(dev["h"]).copy(), host(dev["c"]).copy() if cell == "lstm" else None
     dh = on(device, wh)
     dc = on(device, wc) if cell == "lstm" else None
     ops.rnn_sequence_backward(dev["gates"], dh, dev["h"], dev["rk"], dc=dc,
                               dy=None if w is None else on(device, w),
-                              rtmp=None if rmask is None else on(device, np.zeros_like(h0)),
+                              rtmp=None if rmask is None and not rb
+                              else on(device, np.zeros_like(h0)),
                               **kw)
     dg = host(dev["gates"]).astype(np.float64)
-    di = host(dev["inner"]).astype(np.float64) if cell == "gru" else dg
+    di = host(dev["inner"]).astype(np.float64) if cell.startswith("gru") else dg
     hp = host(dev["hd"]) if rmask is not None else host(dev["h"])[:t]
-    grads = {"k": np.einsum("tnf,tng->fg", xs, dg), "r": np.einsum("tnu,tng->ug", hp, di),
+    if rb:  # R_h's left operand is r * h_prev, which the op left in inner
+        dr = np.concatenate([np.einsum("tnu,tng->ug", hp, dg[..., :2 * u]),
+                             np.einsum("tnu,tng->ug", di, dg[..., 2 * u:])], axis=1)
+    else:
+        dr = np.einsum("tnu,tng->ug", hp, di)
+    grads = {"k": np.einsum("tnf,tng->fg", xs, dg), "r": dr,
              "b": np.stack([dg.sum((0, 1)), di.sum((0, 1))]) if cell == "gru"
              else dg.sum((0, 1)), "h0": host(dh)}
+    if b is None:
+        del grads["b"]
     if cell == "lstm":
         grads["c0"] = host(dc)
     return states, grads
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru", "simple"])
+@pytest.mark.parametrize("cell", CELLS)
 @pytest.mark.parametrize("n,t,u,go_backwards,masked,rdrop,seq", CASES)
 def test_sequence_matches_reference(device, cell, n, t, u, go_backwards, masked, rdrop, seq):
     x, k, r, b, h0, c0, mask, rmask = _problem(cell, n, t, u, masked, rdrop)
@@ -93,7 +106,7 @@ def test_sequence_matches_reference(device, cell, n, t, u, go_backwards, masked,
             assert_close(grads[name], num, rtol=1e-4, atol=1e-4, what=f"d{name}")
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru", "simple"])
+@pytest.mark.parametrize("cell", CELLS)
 def test_step_by_step_fallback_matches(cell, monkeypatch):
     """Without a bound cblas_sgemm the CPU twin loops in Python; same numbers."""
     x, k, r, b, h0, c0, mask, rmask = _problem(cell, 3, 4, 5, True, True)
