@@ -125,6 +125,14 @@ class Layer:
                     return value
         return None
 
+    def _check_rules_used(self):
+        """Keras refuses weight rules a layer has no weight for: so do we, after build
+        (a rule for an absent optional weight, e.g. bias with use_bias=False, is kept)."""
+        given = [k for k in RULE_KEYS if getattr(self, k, None) is not None]
+        if given and not self._weights and not self._tracked_layers():
+            raise ValueError(f"{type(self).__name__} '{self.name}' has no weights; received "
+                             f"{', '.join(given)}")
+
     @property
     def _weight_rules(self):
         """{weight name: (regularizer, constraint)} for the weights that have either."""
@@ -312,6 +320,7 @@ class Layer:
         if not self.built:
             self.build(input_shape)
             self.built = True
+            self._check_rules_used()
         self.input_shape = input_shape
         self.output_shape = shape_structure(self.compute_output_shape(input_shape))
         return self.output_shape

@@ -184,6 +184,9 @@ def test_unsupported_rules_are_refused_by_name():
     conv = L.Conv1D(2, 3, kernel_constraint=C.MaxNorm(axis=[0, 2]))
     with pytest.raises(ValueError, match="Conv1D 'conv1d': weight 'kernel'.*consecutive axes"):
         kerasish.Sequential([L.Input((5, 2)), conv])
+    with pytest.raises(ValueError, match="Dropout 'dropout' has no weights; received "
+                                         "kernel_regularizer"):
+        kerasish.Sequential([L.Input((5,)), L.Dropout(0.5, kernel_regularizer="l2")])
     dense = L.Dense(2, kernel_constraint=C.MaxNorm(max_value=-1))
     with pytest.raises(ValueError, match="weight 'kernel'.*max_value >= 0"):
         kerasish.Sequential([L.Input((5,)), dense])
@@ -228,3 +231,40 @@ def test_configs_cross_with_keras_both_ways():
 def test_layers_without_rules_write_no_rule_keys():
     config = L.Dense(2).get_config()
     assert not any(k.endswith(("_regularizer", "_constraint")) for k in config)
+
+
+def test_penalty_ops_give_keras_losses_and_gradients(device):
+    """What the engine will run per step (ops on the weights and the output) equals
+    Keras's layer.losses (activity penalty over the batch size) and its autograd."""
+    keras = real_keras()
+    import torch
+
+    from kernels_numba.ops import regularize
+    from kernels_numba.testing import host, on
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = np.array([0.0, 0.5, -0.25], np.float32)  # sign(0) = 0 in the L1 gradient
+    k = keras.layers.Dense(3, kernel_regularizer=keras.regularizers.L1L2(0.01, 0.02),
+                           bias_regularizer=keras.regularizers.L1(0.3),
+                           activity_regularizer=keras.regularizers.L2(0.05))
+    k.build((None, 4))
+    k.set_weights([w, b])
+    y = k(x)
+    activity, *weight_terms = k.losses  # add_loss'd activity penalty first, then weights'
+    total = float(sum(k.losses).detach())
+    gw, gb = torch.autograd.grad(sum(weight_terms), [k.kernel.value, k.bias.value])
+    (gy,) = torch.autograd.grad(activity, [y])  # dL/dy; its path into w is the layer's
+
+    pen = on(device, np.zeros(1, np.float32))
+    dw, db = on(device, np.zeros_like(w), np.zeros_like(b))
+    dy = on(device, np.zeros((5, 3), np.float32))
+    regularize.weight_penalty(pen, dw, on(device, w), l1=0.01, l2=0.02)
+    regularize.weight_penalty(pen, db, on(device, b), l1=0.3, l2=0.0)
+    regularize.activity_penalty(pen, dy, on(device, _np(y).astype(np.float32)), l1=0.0,
+                                l2=0.05, scale=1.0 / 5)
+    np.testing.assert_allclose(host(pen), [total], rtol=1e-5)
+    np.testing.assert_allclose(host(dw), _np(gw), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(host(db), _np(gb), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(host(dy), _np(gy), rtol=1e-5, atol=1e-7)
