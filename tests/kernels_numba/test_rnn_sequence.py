@@ -143,3 +143,34 @@ def test_rnn_gemm(device, m, k, n, trans_a, beta):
     assert_close(host(c), ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="rnn_gemm: expected beta 0 or 1"):
         ops.rnn_gemm(c, on(device, a), on(device, b), trans_a=trans_a, beta=0.5)
+
+
+@pytest.mark.parametrize("m,k,n,lo,hi,trans_a,beta", [(5, 3, 9, 6, 9, True, 1.0),
+                                                      (17, 20, 12, 0, 8, False, 0.0)])
+def test_rnn_gemm_columns(device, m, k, n, lo, hi, trans_a, beta):
+    """columns=(lo, hi): only c[:, lo:hi] = op(a) @ b[:, lo:hi] (+ c); the rest untouched."""
+    a = randn((k, m) if trans_a else (m, k), 1)
+    b, c0 = randn((k, n), 2), randn((m, n), 3)
+    c = on(device, c0)
+    ops.rnn_gemm(c, on(device, a), on(device, b), trans_a=trans_a, beta=beta, columns=(lo, hi))
+    ref = c0.astype(np.float64)
+    a64 = a.astype(np.float64)
+    ref[:, lo:hi] = (a64.T if trans_a else a64) @ b[:, lo:hi] + beta * c0[:, lo:hi]
+    assert_close(host(c), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"rnn_gemm: expected columns \(lo, hi\)"):
+        ops.rnn_gemm(c, on(device, a), on(device, b), trans_a=trans_a, columns=(2, n + 1))
+
+
+def test_gru_reset_before_rejects_bad_arguments():
+    h, g, r = (np.zeros(s, np.float32) for s in ((3, 2, 4), (2, 2, 12), (4, 12)))
+    inner = np.zeros((2, 2, 4), np.float32)
+    kw = dict(cell="gru", inner=inner, reset_after=False)
+    with pytest.raises(ValueError, match=r"rnn_sequence_forward: expected inner.shape == "
+                                         r"\(2, 2, 4\)"):
+        ops.rnn_sequence_forward(h, g, r, **{**kw, "inner": np.zeros_like(g)})
+    with pytest.raises(ValueError, match=r"expected bias.shape == \(12,\)"):
+        ops.rnn_sequence_forward(h, g, r, bias=np.zeros((2, 12), np.float32), **kw)
+    with pytest.raises(ValueError, match="reset_after=False needs rtmp"):
+        ops.rnn_sequence_backward(g, h[0], h, r, **kw)
+    with pytest.raises(TypeError, match="expected reset_after to be a bool"):
+        ops.rnn_sequence_forward(h, g, r, **{**kw, "reset_after": 0})
