@@ -40,6 +40,9 @@ STACKS = {
         L.Dense(2)],
     "gru-reset-before-mask": lambda L: [L.Input((T,)), L.Embedding(VOCAB, 4, mask_zero=True),
                                         L.GRU(5, reset_after=False), L.Dense(2)],
+    "bidirectional-gru-reset-before": lambda L: [
+        L.Input((T,)), L.Embedding(VOCAB, 4),
+        L.Bidirectional(L.GRU(3, reset_after=False), merge_mode="ave"), L.Dense(2)],
     "bidirectional": lambda L: [L.Input((T,)), L.Embedding(VOCAB, 4, mask_zero=True),
                                 L.Bidirectional(L.LSTM(3, return_sequences=True)),
                                 L.Bidirectional(L.GRU(2), merge_mode="sum"), L.Dense(2)],
