@@ -1,12 +1,13 @@
 """CPU twins of kernels_numba.ops.noise (validated arguments only), on the RNG of
-kernels_numba.cpu.dropout (shared with the CUDA kernels)."""
+kernels_numba.cpu.dropout (shared with the CUDA kernels). `key, use_steps, steps`: the
+key, or the seed and the uint32 steps buffer the key is computed from (key_from)."""
 
 import math
 
 import numba
 import numpy as np
 
-from kernels_numba.cpu.dropout import _hash_uniform
+from kernels_numba.cpu.dropout import NO_STEPS, _hash_uniform, _step_key
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -40,14 +41,23 @@ def normal(key, i):
     return np.sqrt(_MINUS_TWO * np.log(u1)) * _cos_2pi(u2)
 
 
+@numba.njit(inline="always")
+def key_from(key, use_steps, steps):
+    if use_steps:
+        return _step_key(key, numba.uint64(steps[0]), numba.uint64(steps[1]))
+    return key
+
+
 @numba.njit(parallel=True, cache=True)
-def _gaussian_fill(out, mean, stddev, key):
+def _gaussian_fill(out, mean, stddev, key, use_steps, steps):
+    key = key_from(key, use_steps, steps)
     for i in numba.prange(out.size):
         out[i] = mean + stddev * normal(key, i)
 
 
 @numba.njit(cache=True)
-def _dropout_mask(mask, rate, keep_scale, key):
+def _dropout_mask(mask, rate, keep_scale, key, use_steps, steps):
+    key = key_from(key, use_steps, steps)
     for i in range(mask.size):
         mask[i] = keep_scale if _hash_uniform(key, i) >= rate else _ZERO
 
@@ -73,12 +83,16 @@ def _nsc(a):
     return a.reshape(n, a.size // max(n * c, 1), c)
 
 
-def gaussian_fill(out, mean, stddev, key):
-    _gaussian_fill(_flat(out), mean, stddev, key)
+def _key_args(key, steps):
+    return np.uint64(key), steps is not None, NO_STEPS if steps is None else steps
 
 
-def dropout_mask(mask, rate, keep_scale, key):
-    _dropout_mask(_flat(mask), rate, keep_scale, key)
+def gaussian_fill(out, mean, stddev, key, steps=None):
+    _gaussian_fill(_flat(out), mean, stddev, *_key_args(key, steps))
+
+
+def dropout_mask(mask, rate, keep_scale, key, steps=None):
+    _dropout_mask(_flat(mask), rate, keep_scale, *_key_args(key, steps))
 
 
 def channel_scale(y, x, mask):

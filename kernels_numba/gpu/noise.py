@@ -1,5 +1,6 @@
 """CUDA kernels for kernels_numba.ops.noise: grid-stride loops over flat views, the
-RNG of kernels_numba.cpu.dropout compiled as a device function (same draws as the CPU)."""
+RNG of kernels_numba.cpu.dropout compiled as a device function (same draws as the CPU).
+The key comes by value or from the uint32 steps buffer (gpu.dropout.resolve_key)."""
 
 import math
 
@@ -8,6 +9,7 @@ from numba import float32
 from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.cpu import dropout as _rng
 from kernels_numba.cpu import noise as _cpu
+from kernels_numba.gpu.dropout import resolve_key, steps_args
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
@@ -27,14 +29,16 @@ def _normal(key, i):
 
 # kernels
 
-@kernel(f"void({F32_1D}, float32, float32, uint64)")
-def _gaussian_fill_kernel(out, mean, stddev, key):
+@kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
+def _gaussian_fill_kernel(out, mean, stddev, key, use_steps, steps):
+    key = resolve_key(key, use_steps, steps)
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         out[i] = mean + stddev * _normal(key, i)
 
 
-@kernel(f"void({F32_1D}, float32, float32, uint64)")
-def _dropout_mask_kernel(mask, rate, keep_scale, key):
+@kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
+def _dropout_mask_kernel(mask, rate, keep_scale, key, use_steps, steps):
+    key = resolve_key(key, use_steps, steps)
     for i in range(cuda.grid(1), mask.size, cuda.gridsize(1)):
         mask[i] = keep_scale if _hash_uniform(key, i) >= rate else float32(0.0)
 
@@ -66,14 +70,15 @@ def _nsc(a):
     return a.reshape(n, a.size // max(n * c, 1), c)
 
 
-def gaussian_fill(out, mean, stddev, key):
+def gaussian_fill(out, mean, stddev, key, steps=None):
     grid, block = _grid(out.size)
-    launch(_gaussian_fill_kernel, grid, block, _flat(out), mean, stddev, key)
+    launch(_gaussian_fill_kernel, grid, block, _flat(out), mean, stddev, *steps_args(key, steps))
 
 
-def dropout_mask(mask, rate, keep_scale, key):
+def dropout_mask(mask, rate, keep_scale, key, steps=None):
     grid, block = _grid(mask.size)
-    launch(_dropout_mask_kernel, grid, block, _flat(mask), rate, keep_scale, key)
+    launch(_dropout_mask_kernel, grid, block, _flat(mask), rate, keep_scale,
+           *steps_args(key, steps))
 
 
 def channel_scale(y, x, mask):

@@ -10,6 +10,8 @@ float32 log/cos/sqrt (uniforms, and so dropout masks, agree exactly).
   ops.dropout_forward's mask for the same seed, step and shape).
 - channel_scale(y, x, mask): y[n, ..., c] = x[n, ..., c] * mask[n, c] (SpatialDropout's
   broadcast over the spatial axes; also its backward, with dy for x).
+`step` is an int or, as in ops.dropout_forward, a uint32 (2,) steps buffer on the
+output's device that the kernel reads (the same draws; launches that never change).
 """
 
 import math
@@ -17,9 +19,8 @@ import math
 import numpy as np
 
 from kernels_numba import _check
-from kernels_numba.cpu.dropout import dropout_key
 from kernels_numba.dispatch import impl
-from kernels_numba.ops.dropout import _integer
+from kernels_numba.ops.dropout import key_and_steps
 
 __all__ = ["gaussian_fill", "dropout_mask", "channel_scale"]
 FAMILY = "noise"
@@ -41,14 +42,15 @@ def gaussian_fill(out, *, mean=0.0, stddev=1.0, seed, step):
     Args:
         out: any shape, float32, output.
         mean: finite float. stddev: finite float >= 0.
-        seed: integer (its low 32 bits are used). step: integer >= 0.
+        seed: integer (its low 32 bits are used).
+        step: integer >= 0, or a uint32 (2,) steps buffer on out's device.
     """
     op = "gaussian_fill"
     _check.array(op, "out", out)
     mean = _finite(op, "mean", mean, lambda v: True, "finite")
     stddev = _finite(op, "stddev", stddev, lambda v: v >= 0, ">= 0")
-    key = dropout_key(_integer(op, "seed", seed), _integer(op, "step", step, minimum=0))
-    impl(op, FAMILY, out=out)(out, np.float32(mean), np.float32(stddev), key)
+    key, steps = key_and_steps(op, seed, step, out=out)
+    impl(op, FAMILY, out=out)(out, np.float32(mean), np.float32(stddev), key, steps)
 
 
 def dropout_mask(mask, *, rate, seed, step):
@@ -56,13 +58,15 @@ def dropout_mask(mask, *, rate, seed, step):
 
     Args:
         mask: any shape, float32, output.
-        rate: drop probability in [0, 1). seed: integer. step: integer >= 0.
+        rate: drop probability in [0, 1). seed: integer.
+        step: integer >= 0, or a uint32 (2,) steps buffer on mask's device.
     """
     op = "dropout_mask"
     _check.array(op, "mask", mask)
     rate = _finite(op, "rate", rate, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
-    key = dropout_key(_integer(op, "seed", seed), _integer(op, "step", step, minimum=0))
-    impl(op, FAMILY, mask=mask)(mask, np.float32(rate), np.float32(1.0 / (1.0 - rate)), key)
+    key, steps = key_and_steps(op, seed, step, mask=mask)
+    impl(op, FAMILY, mask=mask)(mask, np.float32(rate), np.float32(1.0 / (1.0 - rate)), key,
+                                steps)
 
 
 def channel_scale(y, x, mask):

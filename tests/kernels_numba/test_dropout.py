@@ -56,17 +56,8 @@ def test_mask_independent_of_launch_configuration():
         y, mask, x = on(
             device, np.zeros(n, np.float32), np.zeros(n, np.float32), np.ones(n, np.float32)
         )
-        launch(
-            gpu._dropout_forward_kernel,
-            grid,
-            block,
-            y,
-            mask,
-            x,
-            np.float32(rate),
-            np.float32(2.0),
-            dropout_key(9, 2),
-        )
+        launch(gpu._dropout_forward_kernel, grid, block, y, mask, x, np.float32(rate),
+               np.float32(2.0), *gpu.steps_args(dropout_key(9, 2), None))
         assert_close(host(mask), want, rtol=0, atol=0, what=f"mask with grid={grid}, block={block}")
 
 
@@ -123,3 +114,36 @@ def test_bad_arguments_name_the_op():
         TypeError, match="dropout_backward: expected mask.dtype == float32; received float64"
     ):
         ops.dropout_backward(z, z.copy(), np.zeros(3))
+
+
+def _steps(device, step):
+    words = np.zeros(2, np.uint32)
+    ops.step_words(words, step)
+    return on(device, words)
+
+
+@pytest.mark.parametrize("step", [0, 5, 2**32 + 3])
+def test_steps_buffer_gives_the_by_value_mask(device, step):
+    # The step read by the kernel from a uint32 (low, high) buffer: the same key, so the
+    # same mask as the by-value step (and as the CPU twin).
+    shape, rate = (4, 9), 0.4
+    x = randn(shape, seed=5)
+    y, mask = on(device, np.zeros(shape, np.float32), np.zeros(shape, np.float32))
+    ops.dropout_forward(y, mask, on(device, x), rate=rate, seed=77, step=_steps(device, step))
+    want = _cpu_mask(shape, rate, 77, step)
+    assert_close(host(mask), want, rtol=0, atol=0, what="mask from the steps buffer")
+    assert_close(host(y), x * want.astype(np.float64), what="y")
+
+
+def test_steps_buffer_is_checked():
+    z = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"dropout_forward: expected step.shape == \(2,\); "
+                                         r"received \(1,\)"):
+        ops.dropout_forward(z, z.copy(), z.copy(), rate=0.5, seed=1,
+                            step=np.zeros(1, np.uint32))
+    with pytest.raises(TypeError, match="dropout_forward: expected step.dtype == uint32; "
+                                        "received int64"):
+        ops.dropout_forward(z, z.copy(), z.copy(), rate=0.5, seed=1, step=np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="dropout_forward: expected step to be an integer or a "
+                                        "uint32"):
+        ops.dropout_forward(z, z.copy(), z.copy(), rate=0.5, seed=1, step=1.0)

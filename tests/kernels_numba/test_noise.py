@@ -54,3 +54,20 @@ def test_errors_name_the_op():
     with pytest.raises(ValueError, match=r"channel_scale: expected mask.shape == \(2, 3\)"):
         ops.channel_scale(np.zeros((2, 4, 3), np.float32), np.zeros((2, 4, 3), np.float32),
                           np.zeros((2, 4), np.float32))
+
+
+def test_steps_buffer_gives_the_by_value_draws(device):
+    words = np.zeros(2, np.uint32)
+    ops.step_words(words, 2**33 + 4)
+    steps = on(device, words)
+    for by_value in (True, False):
+        step = 2**33 + 4 if by_value else steps
+        out, mask = on(device, np.zeros(101, np.float32), np.zeros((5, 4), np.float32))
+        ops.gaussian_fill(out, mean=0.5, stddev=2.0, seed=3, step=step)
+        ops.dropout_mask(mask, rate=0.3, seed=3, step=step)
+        if by_value:
+            want_out, want_mask = host(out), host(mask)
+    np.testing.assert_array_equal(host(out), want_out)
+    np.testing.assert_array_equal(host(mask), want_mask)
+    with pytest.raises(ValueError, match=r"gaussian_fill: expected step.shape == \(2,\)"):
+        ops.gaussian_fill(np.zeros(3, np.float32), seed=1, step=np.zeros(3, np.uint32))
