@@ -295,3 +295,64 @@ def test_keras_io_transformer_text_classification(monkeypatch):
     losses = history.history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
     assert model.predict(x_train[:3], verbose=0).shape == (3, 2)
+
+
+@pytest.mark.parametrize("with_key", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_dot_attention_equals_keras_and_trains(with_key, causal):
+    from kerasish.layers.attention import Attention
+
+    rng = np.random.default_rng(8)
+    q = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    v = rng.normal(size=(2, 6, 3)).astype(np.float32)
+    k = rng.normal(size=(2, 6, 3)).astype(np.float32)
+    x = [q, v, k] if with_key else [q, v]
+    outs = []
+    for lib, cls in ((real, real.layers.Attention), (kerasish, Attention)):
+        ins = [lib.Input(a.shape[1:]) for a in x]
+        model = lib.Model(ins, cls()(ins, use_causal_mask=causal))
+        outs.append(model)
+    want = real.ops.convert_to_numpy(outs[0](x))
+    np.testing.assert_allclose(outs[1].predict(x, verbose=0), want, rtol=TOL, atol=TOL)
+    # gradients reach the inputs: a Dense in front of every input learns
+    ins = [kerasish.Input(a.shape[1:]) for a in x]
+    pre = [kerasish.layers.Dense(3)(t) for t in ins]
+    model = kerasish.Model(ins, Attention()(pre, use_causal_mask=causal))
+    model.compile(kerasish.optimizers.SGD(0.1), "mse")
+    target = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    losses = [model.train_on_batch(x, target) for _ in range(5)]
+    assert losses[-1] < losses[0], losses
+
+
+def _fd_check_first_kernel(model, x, g, stride=2):
+    """The first weight's training-step gradient vs central differences of the mse."""
+    base = model.get_weights()
+    analytic = _plan_gradients(model, x, g)[0].reshape(-1)
+
+    def loss(w0):
+        ws = [b.copy() for b in base]
+        ws[0] = w0.astype(np.float32)
+        model.set_weights(ws)
+        return float(np.mean((model.predict(x, verbose=0).astype(np.float64) - g) ** 2))
+
+    w = base[0].astype(np.float64)
+    for j in range(0, w.size, stride):
+        e = np.zeros(w.size)
+        e[j] = 1e-2
+        e = e.reshape(w.shape)
+        num = (loss(w + e) - loss(w - e)) / 2e-2
+        assert abs(analytic[j] - num) <= 3e-2 * abs(num) + 3e-4, (j, analytic[j], num)
+    model.set_weights(base)
+
+
+def test_dot_attention_self_gradient():
+    """Attention()([h, h]): the query, key and value paths all reach the Dense."""
+    from kerasish.layers.attention import Attention
+
+    kerasish.utils.set_random_seed(4)
+    xi = kerasish.Input((4, 3))
+    h = kerasish.layers.Dense(3)(xi)
+    model = kerasish.Model(xi, Attention()([h, h]))
+    rng = np.random.default_rng(9)
+    _fd_check_first_kernel(model, rng.normal(size=(2, 4, 3)).astype(np.float32),
+                           rng.normal(size=(2, 4, 3)).astype(np.float32), stride=1)
