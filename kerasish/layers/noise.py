@@ -3,13 +3,16 @@
 Noise is counter-based (kernels_numba.ops.noise, the hash of ops.dropout): a pure
 function of (seed, step, index), so it is reproducible from
 kerasish.utils.set_random_seed and the same on CPU and CUDA. Each training forward
-advances `step`; seed and step travel in checkpoints like Dropout's.
+advances `step`; seed and step travel in checkpoints like Dropout's. The kernels read the
+step from a small device buffer (`_advance()` writes it, one copy per step on CUDA, none
+on the CPU), so the draw launches keep the same arguments from step to step.
 """
 
 import math
 
 import numpy as np
 
+import kernels_numba
 from kerasish import random as kr
 from kerasish.layers.core import _seed, check_number
 from kerasish.layers.layer import Layer
@@ -24,15 +27,23 @@ class _Noise(Layer):
         self.seed = _seed(type(self).__name__, seed)
         self._seed = None
         self._step = 0
+        self._steps = None  # ops.StepScalars (uint32 low/high words) the kernels read
         self._applied = False  # whether the last forward drew noise (backward follows it)
 
     def build(self, input_shape):
         self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
 
-    def _next_step(self):
-        step = self._step
+    def _advance(self, like):
+        """This draw's step into the device buffer on the device of `like` (then the
+        counter advances); returns the buffer for the op's `step`."""
+        device = kernels_numba.device_of(like)
+        buf = self._steps
+        if buf is None or buf.device != device:
+            buf = self._steps = ops.StepScalars(2, device, np.uint32)
+        ops.step_words(buf.host(), self._step)
+        buf.upload()
         self._step += 1
-        return step
+        return buf.buffer
 
     def get_extra_state(self):
         return {"seed": np.int64(self._seed), "step": np.int64(self._step)}
@@ -53,7 +64,7 @@ class GaussianNoise(_Noise):
         self._applied = bool(training) and self.stddev > 0
         if self._applied:
             ops.gaussian_fill(y, mean=0.0, stddev=self.stddev, seed=self._seed,
-                              step=self._next_step())
+                              step=self._advance(y))
             ops.axpy(y, x, 1.0)
         else:
             ops.copy(y, x)
@@ -82,7 +93,7 @@ class GaussianDropout(_Noise):
         if self._applied:
             mask = self.scratch_view("mask", x.shape[0])
             ops.gaussian_fill(mask, mean=1.0, stddev=math.sqrt(self.rate / (1.0 - self.rate)),
-                              seed=self._seed, step=self._next_step())
+                              seed=self._seed, step=self._advance(mask))
             ops.multiply(y, x, mask)
         else:
             ops.copy(y, x)
@@ -123,7 +134,7 @@ class SpatialDropout2D(_Noise):
         self._applied = bool(training) and self.rate > 0
         if self._applied:
             mask = self.scratch_view("mask", x.shape[0])
-            ops.dropout_mask(mask, rate=self.rate, seed=self._seed, step=self._next_step())
+            ops.dropout_mask(mask, rate=self.rate, seed=self._seed, step=self._advance(mask))
             ops.channel_scale(y, x, mask)
         else:
             ops.copy(y, x)

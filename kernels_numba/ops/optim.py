@@ -85,23 +85,22 @@ class StepScalars:
     """A per-step scalar buffer: `buffer` (on `device`, what the kernels read) and the
     host array to fill each step (`host()`), sent with ONE asynchronous copy (`upload()`).
 
-    CUDA: two pinned host arrays used in turn, each guarded by an Event recorded after
-    its copy, so a host array is never rewritten while its copy may still be pending
-    (the host may run up to two steps ahead of the device). CPU: the buffer is the host
-    array itself (no copy at all). `buffer` never changes: launches that read it stay
-    valid on every step.
+    CUDA: `turns` (2) pinned host arrays used in turn, each guarded by an Event recorded
+    after its copy, so a host array is never rewritten while its copy may still be
+    pending (the host may run up to `turns` steps ahead of the device). CPU: the buffer
+    is the host array itself (no copy at all). `buffer` never changes: launches that
+    read it stay valid on every step. Any dtype (uint32 for ops.dropout's steps).
     """
 
-    def __init__(self, size, device=kdevice.CPU, dtype=np.float32):
+    def __init__(self, size, device=kdevice.CPU, dtype=np.float32, turns=2):
         self.size, self.device = int(size), device
+        self.buffer = kdevice.zeros((self.size,), dtype, device)
         if device == kdevice.CPU:
-            self.buffer = kdevice.zeros((self.size,), dtype, device)
-            self._hosts = [self.buffer]
-            self._events = [None]
-        else:
-            self.buffer = kdevice.zeros((self.size,), dtype, device)
-            self._hosts = [kdevice.pinned_empty((self.size,), dtype, device) for _ in range(2)]
-            self._events = [kdevice.Event(device) for _ in range(2)]
+            self._hosts, self._events = [self.buffer], [None]
+        else:  # turns=1: one fixed host array (e.g. a copy captured into a CUDA graph)
+            self._hosts = [kdevice.pinned_empty((self.size,), dtype, device)
+                           for _ in range(turns)]
+            self._events = [kdevice.Event(device) for _ in range(turns)]
         self._turn = 0
 
     def host(self):
@@ -118,7 +117,7 @@ class StepScalars:
         stream = _compute_stream()
         kdevice.copy_from_host_async(self.buffer, self._hosts[self._turn], stream)
         self._events[self._turn].record(stream)
-        self._turn ^= 1
+        self._turn = (self._turn + 1) % len(self._hosts)
 
 
 _scratch = {}  # device -> StepScalars for by-value calls
