@@ -1,9 +1,10 @@
 """CPU twins of kernels_numba.ops.augment_geometric (validated arguments only).
 
-The per-pixel helpers (index fixing, rounding, one sample, one scatter) are njit
-functions here; kernels_numba.gpu.augment_geometric compiles their Python source again as
-CUDA device functions (with its own helpers bound), so both devices run the same arithmetic. All float math stays in
-float32 (float32(...) constants: the PTX test rejects .f64).
+The per-pixel helpers (index fixing, rounding, sincos, one sample, one scatter) are njit
+functions here; kernels_numba.gpu.augment_geometric compiles their Python source again
+as CUDA device functions (with its own helpers bound), so both devices run the same
+arithmetic. All float math stays in float32 (float32(...) constants: the PTX test
+rejects .f64).
 """
 
 import math

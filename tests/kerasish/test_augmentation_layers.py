@@ -11,6 +11,7 @@ import pytest
 import kerasish as keras
 from kerasish import layers as _layers
 from kerasish.layers import preprocessing as P
+from kernels_numba import device as kdevice
 from kernels_numba.ops import augment_geometric as ag
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
@@ -29,6 +30,22 @@ def run(layer, x, training, seed_batch=None):
     y = np.full((len(x), *layer.compute_output_shape(shape)[1:]), np.nan, np.float32)
     layer.forward(y, np.ascontiguousarray(x, np.float32), training)
     return y
+
+
+def run_on(device, layer, x, training):
+    """run() with the buffers on `device` (cpu, or cuda under the simulator)."""
+    shape = (None, *x.shape[1:])
+    if not layer.built:
+        layer._build_once(shape)
+    layer.scratch = {k: kdevice.zeros(s, d, device)
+                     for k, (s, d) in layer.scratch_shapes(len(x)).items()}
+    y = kdevice.zeros((len(x), *layer.compute_output_shape(shape)[1:]), np.float32, device)
+    xd = kdevice.to_device(np.ascontiguousarray(x, np.float32), device)
+    layer.forward(y, xd, training)
+    g = np.random.default_rng(1).standard_normal(y.shape).astype(np.float32)
+    dx = kdevice.zeros(x.shape, np.float32, device)
+    layer.backward(dx, kdevice.to_device(g, device), xd, y)
+    return kdevice.to_host(y), kdevice.to_host(dx)
 
 
 def images(n=3, h=7, w=6, c=3, seed=0, scale=255.0):
@@ -51,6 +68,26 @@ def test_identity_at_inference_and_deterministic_per_seed(make):
     assert not np.array_equal(first, second)
     assert not np.array_equal(first, run(make(6), x, True))
     assert not np.array_equal(first, x)
+
+
+ALL = RANDOM + [lambda s: P.RandomCrop(4, 5, seed=s), lambda s: P.Resizing(5, 4),
+                lambda s: P.Resizing(4, 5, crop_to_aspect_ratio=True),
+                lambda s: P.CenterCrop(3, 5), lambda s: P.CenterCrop(9, 5)]
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_forward_and_backward_equal_on_cpu_and_cuda(device, make):
+    """Each layer's training forward and backward on the device's buffers equal the CPU's
+    (one seed); the backward is the transpose of the forward (<dy, f(x)> = <dx, x> for
+    these linear-in-x maps, brightness and contrast excepted)."""
+    x = images(n=2, h=7, w=6, scale=1.0)
+    y, dx = run_on(device, make(4), x, True)
+    y_cpu, dx_cpu = run_on("cpu", make(4), x, True)
+    np.testing.assert_allclose(y, y_cpu, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(dx, dx_cpu, rtol=1e-5, atol=1e-5)
+    if not isinstance(make(0), (P.RandomBrightness, P.RandomContrast)):
+        g = np.random.default_rng(1).standard_normal(y.shape)
+        assert np.isclose(np.sum(g * y), np.sum(dx * x), rtol=1e-4)
 
 
 def test_global_seed_fixes_unseeded_layers():
@@ -156,14 +193,14 @@ CONFIGS = [P.RandomFlip("vertical", seed=3), P.RandomRotation((-0.1, 0.2), fill_
            P.CenterCrop(3, 4)]
 
 
-@pytest.mark.parametrize("layer", CONFIGS, ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("layer", CONFIGS, ids=lambda layer: type(layer).__name__)
 def test_config_round_trip(layer):
     config = layer.get_config()
     again = type(layer).from_config(config)
     assert again.get_config() == config
 
 
-@pytest.mark.parametrize("layer", CONFIGS, ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("layer", CONFIGS, ids=lambda layer: type(layer).__name__)
 def test_config_loads_in_keras(real, layer):
     config = layer.get_config()
     config.pop("batch_input_shape", None)

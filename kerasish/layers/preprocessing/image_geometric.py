@@ -14,10 +14,20 @@ import math
 
 import numpy as np
 
-from kerasish.layers.preprocessing.base import (FILL_MODES, INTERPOLATIONS, ImageLayer,
-                                                RandomImageLayer, ag, aspect_box, choice,
-                                                check_data_format, factor_pair, number,
-                                                positive_int, zoom_pair)
+from kerasish.layers.preprocessing.base import (
+    FILL_MODES,
+    INTERPOLATIONS,
+    ImageLayer,
+    RandomImageLayer,
+    ag,
+    aspect_box,
+    check_data_format,
+    choice,
+    factor_pair,
+    number,
+    positive_int,
+    zoom_pair,
+)
 from kernels_numba import ops
 
 _FLIP_MODES = ("horizontal", "vertical", "horizontal_and_vertical")
