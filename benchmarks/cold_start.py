@@ -10,8 +10,10 @@ compile(), and its first and second `train_on_batch` on fixed random data (batch
 The cold child also records numba's "numba:compile" events (one per real compile, a
 cache hit fires none): per function and signature, the seconds from the start to the
 end of its compile, inclusive of the jitted functions it calls that compile inside it
-("incl"), and that time less its nested compiles ("self"). Medians over repeats; the
-breakdown is the first repeat's. The load average is printed before and after.
+("incl"), and that time less its nested compiles ("self"), in CPU seconds of the
+process (compiles are single-threaded; CPU seconds are far less affected than wall
+time by other load on the machine). Medians over repeats; the breakdown is the first
+repeat's. The load average is printed before and after.
 """
 
 import argparse
@@ -37,7 +39,8 @@ def _parse(argv=None):
 
 
 class _CompileLog:
-    """numba:compile events -> [(qualname, signature, inclusive s, self s, depth)]."""
+    """numba:compile events -> [(qualname, signature, inclusive s, self s, depth)], in
+    process CPU seconds."""
 
     def __init__(self):
         from numba.core import event
@@ -47,11 +50,11 @@ class _CompileLog:
 
         class Listener(event.Listener):
             def on_start(self, ev):
-                outer._stack.append((time.perf_counter(), [0.0]))
+                outer._stack.append((time.process_time(), [0.0]))
 
             def on_end(self, ev):
                 t0, nested = outer._stack.pop()
-                incl = time.perf_counter() - t0
+                incl = time.process_time() - t0
                 if outer._stack:
                     outer._stack[-1][1][0] += incl
                 disp = ev.data["dispatcher"]
@@ -143,8 +146,8 @@ def main(argv=None):
     rows = runs["cold"][0]["compiles"]
     top = [r for r in rows if r[4] == 0]
     print(f"\ncompiles in the cold first step (repeat 0): {len(rows)} functions "
-          f"({len(top)} called from Python), {sum(r[3] for r in rows):.2f} s in numba")
-    print(f"  {'incl s':>7s} {'self s':>7s}  function(signature)")
+          f"({len(top)} called from Python), {sum(r[3] for r in rows):.2f} CPU s in numba")
+    print(f"  {'incl s':>7s} {'self s':>7s}  function(signature), CPU seconds")
     for name, sig, incl, own, depth in sorted(rows, key=lambda r: -r[3])[:args.top]:
         indent = "  " * depth
         print(f"  {incl:7.2f} {own:7.2f}  {indent}{name.replace('kernels_numba.', '')}{sig}")
@@ -153,7 +156,7 @@ def main(argv=None):
         module = name.rsplit(".", 2)[0] if ".<locals>" in name else name.rsplit(".", 1)[0]
         module = module.split(".<locals>")[0].rsplit(".", 1)[0] if "<locals>" in name else module
         by_module[module] = by_module.get(module, 0.0) + own
-    print("  by module (self s): " + ", ".join(
+    print("  by module (self CPU s): " + ", ".join(
         f"{m.replace('kernels_numba.', '')} {t:.2f}"
         for m, t in sorted(by_module.items(), key=lambda kv: -kv[1])))
     if stderr.strip():

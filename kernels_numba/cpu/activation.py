@@ -1,8 +1,12 @@
 """CPU twins of kernels_numba.ops.activation (validated arguments only).
 
 One scalar function per direction selects the kind by its integer code (the
-same codes as the CUDA kernels); the flat loops run over elements, softmax over
-rows, in parallel for large buffers.
+same codes as the CUDA kernels). The loops are kernels_numba.cpu._parallel parts
+(one compile each, split across threads for large buffers, one block otherwise),
+made per kind on first use: the kind is a constant of the part, so a model compiles
+only the kinds it runs, and ReLU's part holds nothing but ReLU's select (0.24 s of
+compile against 0.38 s through the generic switch, and it vectorizes). Softmax and
+log-softmax parts run over rows.
 
 NaN propagates as IEEE says: the selects are written so that a NaN input takes the
 branch that returns it (`not v <= 0` is true for NaN) and a NaN input gives a NaN
@@ -14,6 +18,8 @@ import math
 import numba
 import numpy as np
 
+from kernels_numba.cpu._parallel import (PARALLEL_MIN_WORK, f32_1d, f32_2d, f32_bits,
+                                         from_f32_bits, lazy_part, pack, run)
 from kernels_numba.ops.activation import KIND_CODES, USES_Y
 
 LINEAR = KIND_CODES["linear"]
@@ -47,7 +53,7 @@ SELU_ALPHA = np.float32(1.6732632423543772848170429916717)
 SELU_SCALE = np.float32(1.0507009873554804934193349852946)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _sigmoid(v):
     # Split on the sign so exp never overflows into inf/inf.
     if v >= _ZERO:
@@ -56,12 +62,23 @@ def _sigmoid(v):
     return e / (_ONE + e)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _softplus(v):
-    return max(v, _ZERO) + math.log1p(math.exp(-abs(v)))
+    return (v if not _ZERO > v else _ZERO) + math.log1p(math.exp(-abs(v)))
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
+def _relu(v):
+    return _ZERO if v <= _ZERO else v  # NaN is not <= 0: it passes through
+
+
+@numba.njit(inline="always")
+def _relu_grad(g, s):
+    # s is y, NaN exactly where x was; s - s is +0 for finite s, NaN for NaN
+    return g if s > _ZERO else s - s
+
+
+@numba.njit(inline="always")
 def _relu6(v):
     # Comparisons a NaN fails: it reaches the last branch and passes through.
     return _ZERO if v <= _ZERO else (_SIX if v >= _SIX else v)
@@ -71,7 +88,7 @@ def _relu6(v):
 def act_forward_scalar(v, code, alpha):
     """f(v) for the activation with integer `code` (softmax excluded)."""
     if code == RELU:
-        return _ZERO if v <= _ZERO else v  # NaN is not <= 0: it passes through
+        return _relu(v)
     if code == SIGMOID:
         return _sigmoid(v)
     if code == TANH:
@@ -83,7 +100,7 @@ def act_forward_scalar(v, code, alpha):
     if code == GELU:
         return _HALF * v * (_ONE + math.erf(v * _RSQRT2))
     if code == SOFTPLUS:
-        return max(v, _ZERO) + math.log1p(math.exp(-abs(v)))
+        return _softplus(v)
     if code == SILU:
         return v * _sigmoid(v)
     if code == SELU:
@@ -103,7 +120,7 @@ def act_forward_scalar(v, code, alpha):
     return v
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _window(g, v, lo, hi):
     """g inside (lo, hi), 0 outside, NaN for a NaN v (v - v)."""
     if v > lo and v < hi:
@@ -114,8 +131,8 @@ def _window(g, v, lo, hi):
 @numba.njit(cache=True)
 def act_backward_scalar(g, s, code, alpha):
     """g * f'(.), where s is y for relu/sigmoid/tanh and x for the other kinds."""
-    if code == RELU:  # s is y, NaN exactly where x was; s - s is +0 for finite s, NaN for NaN
-        return g if s > _ZERO else s - s
+    if code == RELU:
+        return _relu_grad(g, s)
     if code == SIGMOID:
         return g * s * (_ONE - s)
     if code == TANH:
@@ -153,53 +170,69 @@ def act_backward_scalar(g, s, code, alpha):
     return g
 
 
-# Serial and parallel twins of each loop: waking the thread pool costs more than
-# it saves on small buffers, and its spinning threads slow the BLAS call that
-# usually follows (both pools want every core).
-PARALLEL_MIN_SIZE = 1 << 15
+# Kept for the other CPU twins' serial/parallel choice (their own loops).
+PARALLEL_MIN_SIZE = PARALLEL_MIN_WORK
+# The switches inlined into this file's per-kind parts, where the kind is a constant.
+# cpu/dense.py calls the compiled ones above: inlining a switch this big into a part
+# whose kind is a run-time value cost 1.2 s of compile there, against 0.5 s for the
+# separate compile.
+_forward_inline = numba.njit(inline="always")(act_forward_scalar.py_func)
+_backward_inline = numba.njit(inline="always")(act_backward_scalar.py_func)
 
 
-@numba.njit(cache=True)
-def _forward_serial(y, x, code, alpha):
-    for i in range(x.size):
-        y[i] = act_forward_scalar(x[i], code, alpha)
-
-
-# ReLU gets its own loop in the parallel twins: with the kind switch inside the
-# element loop LLVM does not vectorize it (relu backward 0.52 -> 0.17 ms at 0.5M).
-@numba.njit(parallel=True, cache=True)
-def _forward_parallel(y, x, code, alpha):
+def _elementwise_parts(code):
+    """(forward, backward) parts for the kind `code`, a constant of their code."""
     if code == RELU:
-        for i in numba.prange(x.size):
-            y[i] = _ZERO if x[i] <= _ZERO else x[i]
-        return
-    for i in numba.prange(x.size):
-        y[i] = act_forward_scalar(x[i], code, alpha)
+        def forward(args, p, parts):
+            a = numba.carray(args, 5)
+            y, x = f32_1d(a, 0), f32_1d(a, 2)
+            n = x.size
+            for i in range(n * p // parts, n * (p + 1) // parts):
+                y[i] = _relu(x[i])
+
+        def backward(args, p, parts):
+            a = numba.carray(args, 7)
+            dx, dy, s = f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4)
+            n = dy.size
+            for i in range(n * p // parts, n * (p + 1) // parts):
+                dx[i] = _relu_grad(dy[i], s[i])
+    else:
+        def forward(args, p, parts):
+            a = numba.carray(args, 5)
+            y, x, alpha = f32_1d(a, 0), f32_1d(a, 2), from_f32_bits(a[4])
+            n = x.size
+            for i in range(n * p // parts, n * (p + 1) // parts):
+                y[i] = _forward_inline(x[i], code, alpha)
+
+        def backward(args, p, parts):
+            a = numba.carray(args, 7)
+            dx, dy, s, alpha = f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4), from_f32_bits(a[6])
+            n = dy.size
+            for i in range(n * p // parts, n * (p + 1) // parts):
+                dx[i] = _backward_inline(dy[i], s[i], code, alpha)
+    name = {v: k for k, v in KIND_CODES.items()}[code]
+    for fn, direction in ((forward, "forward"), (backward, "backward")):
+        # One cache file per kind and direction (numba names them by qualname).
+        fn.__name__ = fn.__qualname__ = f"_{name}_{direction}_part"
+    return lazy_part(forward), lazy_part(backward)
 
 
-@numba.njit(cache=True)
-def _backward_serial(dx, dy, s, code, alpha):
-    for i in range(dy.size):
-        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
+_PARTS = {}
 
 
-@numba.njit(parallel=True, cache=True)
-def _backward_parallel(dx, dy, s, code, alpha):
-    if code == RELU:
-        for i in numba.prange(dy.size):
-            v = s[i]
-            dx[i] = dy[i] if v > _ZERO else v - v  # NaN y -> NaN dx (one select, as before)
-        return
-    for i in numba.prange(dy.size):
-        dx[i] = act_backward_scalar(dy[i], s[i], code, alpha)
+def _parts(kind):
+    if kind not in _PARTS:
+        _PARTS[kind] = _elementwise_parts(KIND_CODES[kind])
+    return _PARTS[kind]
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _softmax_row(y, x):
     n = x.size
     m = x[0]
     for j in range(1, n):
-        m = max(m, x[j])
+        if x[j] > m:  # max(m, x[j]): a NaN stays or is skipped, it reaches the sum
+            m = x[j]
     total = _ZERO
     for j in range(n):
         e = math.exp(x[j] - m)  # subtracting the row max: no overflow
@@ -210,21 +243,13 @@ def _softmax_row(y, x):
         y[j] *= inv
 
 
-@numba.njit(cache=True)
-def _softmax_backward_row(dx, dy, y):
-    dot = _ZERO
-    for j in range(dy.size):
-        dot += dy[j] * y[j]
-    for j in range(dy.size):  # reads dy[j] before writing dx[j]: dx may be dy
-        dx[j] = y[j] * (dy[j] - dot)
-
-
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _log_softmax_row(y, x):
     n = x.size
     m = x[0]
     for j in range(1, n):
-        m = max(m, x[j])
+        if x[j] > m:
+            m = x[j]
     total = _ZERO
     for j in range(n):
         total += math.exp(x[j] - m)
@@ -233,49 +258,52 @@ def _log_softmax_row(y, x):
         y[j] = x[j] - lse
 
 
-@numba.njit(cache=True)
-def _log_softmax_backward_row(dx, dy, y):
-    total = _ZERO
-    for j in range(dy.size):
-        total += dy[j]
-    for j in range(dy.size):  # dx may be dy: dy[j] read before dx[j] is written
-        dx[j] = dy[j] - math.exp(y[j]) * total
+def _softmax_forward_part(args, p, parts):
+    a = numba.carray(args, 6)
+    y, x = f32_2d(a, 0), f32_2d(a, 3)
+    rows = x.shape[0]
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
+        _softmax_row(y[r], x[r])
 
 
-@numba.njit(cache=True)
-def _log_softmax_forward(y, x):
-    for r in range(x.shape[0]):
+def _log_softmax_forward_part(args, p, parts):
+    a = numba.carray(args, 6)
+    y, x = f32_2d(a, 0), f32_2d(a, 3)
+    rows = x.shape[0]
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
         _log_softmax_row(y[r], x[r])
 
 
-@numba.njit(cache=True)
-def _log_softmax_backward(dx, dy, y):
-    for r in range(dy.shape[0]):
-        _log_softmax_backward_row(dx[r], dy[r], y[r])
+def _softmax_backward_part(args, p, parts):
+    a = numba.carray(args, 9)
+    dx, dy, y = f32_2d(a, 0), f32_2d(a, 3), f32_2d(a, 6)
+    rows, n = dy.shape
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
+        dot = _ZERO
+        for j in range(n):
+            dot += dy[r, j] * y[r, j]
+        for j in range(n):  # reads dy[j] before writing dx[j]: dx may be dy
+            dx[r, j] = y[r, j] * (dy[r, j] - dot)
 
 
-@numba.njit(cache=True)
-def _softmax_forward_serial(y, x):
-    for r in range(x.shape[0]):
-        _softmax_row(y[r], x[r])
+def _log_softmax_backward_part(args, p, parts):
+    a = numba.carray(args, 9)
+    dx, dy, y = f32_2d(a, 0), f32_2d(a, 3), f32_2d(a, 6)
+    rows, n = dy.shape
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
+        total = _ZERO
+        for j in range(n):
+            total += dy[r, j]
+        for j in range(n):  # dx may be dy: dy[r, j] read before dx[r, j] is written
+            dx[r, j] = dy[r, j] - math.exp(y[r, j]) * total
 
 
-@numba.njit(parallel=True, cache=True)
-def _softmax_forward_parallel(y, x):
-    for r in numba.prange(x.shape[0]):
-        _softmax_row(y[r], x[r])
-
-
-@numba.njit(cache=True)
-def _softmax_backward_serial(dx, dy, y):
-    for r in range(dy.shape[0]):
-        _softmax_backward_row(dx[r], dy[r], y[r])
-
-
-@numba.njit(parallel=True, cache=True)
-def _softmax_backward_parallel(dx, dy, y):
-    for r in numba.prange(dy.shape[0]):
-        _softmax_backward_row(dx[r], dy[r], y[r])
+_softmax_forward_part = lazy_part(_softmax_forward_part)
+_log_softmax_forward_part = lazy_part(_log_softmax_forward_part)
+_softmax_backward_part = lazy_part(_softmax_backward_part)
+_log_softmax_backward_part = lazy_part(_log_softmax_backward_part)
+_ROW_PARTS = {"softmax": (_softmax_forward_part, _softmax_backward_part),
+              "log_softmax": (_log_softmax_forward_part, _log_softmax_backward_part)}
 
 
 def _rows(a):
@@ -285,29 +313,24 @@ def _rows(a):
 def activation_forward(y, x, *, kind, alpha=0.0):
     if x.size == 0:
         return
-    big = x.size >= PARALLEL_MIN_SIZE
-    if kind == "log_softmax":  # rows are independent and short: serial
-        _log_softmax_forward(_rows(y), _rows(x))
-    elif kind == "softmax":
-        (_softmax_forward_parallel if big else _softmax_forward_serial)(_rows(y), _rows(x))
+    if kind in _ROW_PARTS:
+        run(_ROW_PARTS[kind][0], pack(_rows(y), _rows(x)), x.size)
+    elif kind == "linear":
+        if y is not x:
+            np.copyto(y, x)
     else:
-        (_forward_parallel if big else _forward_serial)(
-            y.reshape(-1), x.reshape(-1), KIND_CODES[kind], np.float32(alpha))
+        run(_parts(kind)[0], pack(y.reshape(-1), x.reshape(-1), f32_bits(alpha)), x.size)
 
 
 def activation_backward(dx, dy, x, y, *, kind, alpha=0.0):
     if dy.size == 0:
         return
-    big = dy.size >= PARALLEL_MIN_SIZE
-    if kind == "log_softmax":
-        _log_softmax_backward(_rows(dx), _rows(dy), _rows(y))
-    elif kind == "softmax":
-        (_softmax_backward_parallel if big else _softmax_backward_serial)(
-            _rows(dx), _rows(dy), _rows(y))
+    if kind in _ROW_PARTS:
+        run(_ROW_PARTS[kind][1], pack(_rows(dx), _rows(dy), _rows(y)), dy.size)
     elif kind == "linear":
         if dx is not dy:
             np.copyto(dx, dy)
     else:
         s = y if kind in USES_Y else x
-        (_backward_parallel if big else _backward_serial)(
-            dx.reshape(-1), dy.reshape(-1), s.reshape(-1), KIND_CODES[kind], np.float32(alpha))
+        run(_parts(kind)[1], pack(dx.reshape(-1), dy.reshape(-1), s.reshape(-1),
+                                  f32_bits(alpha)), dy.size)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kernels_numba
-from kernels_numba.cpu import _parallel, dense, dropout, gemm, pool2d
+from kernels_numba.cpu import _parallel, activation, dense, dropout, gemm, pool2d
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -96,6 +96,36 @@ def test_dropout_split_matches_serial():
     np.testing.assert_array_equal(_bits(y.ravel()), _bits(y1))
     assert np.isnan(y[1, 2])  # NaN * 0 is NaN too (IEEE)
     assert abs((mask == 0).mean() - 0.3) < 0.01  # the draws are uniform
+
+
+@pytest.mark.parametrize("kind", ["relu", "gelu", "softmax", "log_softmax"])
+def test_activation_split_matches_serial(kind):
+    """The per-kind parts split across threads give the one-block bits, both directions."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((301, 131)).astype(np.float32) * 3
+    x[2, 3] = np.nan
+    assert _parallel.split(x.size)
+    y, dx = np.empty_like(x), np.empty_like(x)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    activation.activation_forward(y, x, kind=kind)
+    activation.activation_backward(dx, dy, x, y, kind=kind)
+    if kind in activation._ROW_PARTS:
+        forward, backward = activation._ROW_PARTS[kind]
+        y1, dx1 = np.empty_like(x), np.empty_like(x)
+        forward.serial(_parallel.pack(y1, x))
+        backward.serial(_parallel.pack(dx1, dy, y))
+        assert np.isnan(y[2]).all() and not np.isnan(y[3]).any()  # NaN stays in its row
+    else:
+        forward, backward = activation._parts(kind)
+        y1, dx1 = np.empty(x.size, np.float32), np.empty(x.size, np.float32)
+        forward.serial(_parallel.pack(y1, x.ravel(), 0))
+        s = y if kind in activation.USES_Y else x
+        backward.serial(_parallel.pack(dx1, dy.ravel(), s.ravel(), 0))
+        assert np.isnan(y[2, 3]) and np.isnan(dx[2, 3])
+    np.testing.assert_array_equal(_bits(y.ravel()), _bits(y1.ravel()))
+    np.testing.assert_array_equal(_bits(dx.ravel()), _bits(dx1.ravel()))
+    if kind == "relu":  # against float64: the select is exact
+        np.testing.assert_array_equal(y, np.where(x > 0, x, np.where(np.isnan(x), x, 0)))
 
 
 @pytest.mark.parametrize("activation", ["relu", "sigmoid"])
