@@ -64,15 +64,17 @@ def test_affine_forward(device, interpolation, fill):
                  what=f"affine {interpolation} {fill}")
 
 
-@pytest.mark.parametrize("fill", ["reflect", "constant", "wrap"])
-def test_affine_backward(device, fill):
+@pytest.mark.parametrize("interpolation,fill", [("bilinear", "reflect"), ("bilinear", "constant"),
+                                                ("bilinear", "wrap"), ("nearest", "constant"),
+                                                ("nearest_exact", "nearest")])
+def test_affine_backward(device, interpolation, fill):
     x = randn((1, 4, 3, 2), seed=3)
     m = _matrices(1, seed=4)
     g = randn((1, 5, 3, 2), seed=5)
     dx = on(device, np.full(x.shape, 7, np.float32))
-    ag.affine_transform_backward(dx, on(device, g), on(device, m), interpolation="bilinear",
+    ag.affine_transform_backward(dx, on(device, g), on(device, m), interpolation=interpolation,
                                  fill_mode=fill, fill_value=0.3)
-    ref = lambda u: np.sum(ref_affine(u, m, 5, 3, "bilinear", fill, 0.3) * g)  # noqa: E731
+    ref = lambda u: np.sum(ref_affine(u, m, 5, 3, interpolation, fill, 0.3) * g)  # noqa: E731
     assert_close(host(dx), numeric_grad(ref, x), rtol=1e-4, atol=1e-4, what="affine dx")
 
 
@@ -161,6 +163,18 @@ def test_flip(device, horizontal, vertical):
     back = on(device, np.zeros_like(x))  # the flip is its own transpose
     ag.flip_images(back, y, on(device, flips), horizontal=horizontal, vertical=vertical)
     np.testing.assert_array_equal(host(back), x)
+    g = randn(x.shape, seed=8)
+    dx = on(device, np.zeros_like(x))
+    ag.flip_images(dx, on(device, g), on(device, flips), horizontal=horizontal,
+                   vertical=vertical)
+
+    def ref(u):
+        u = u.copy()
+        for b in (0, 2):
+            u[b] = u[b, ::-1 if vertical else 1, ::-1 if horizontal else 1]
+        return np.sum(u * g)
+
+    assert_close(host(dx), numeric_grad(ref, np.nan_to_num(x)), rtol=1e-5, what="flip dx")
 
 
 def test_crop(device):
