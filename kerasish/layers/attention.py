@@ -113,6 +113,20 @@ class MultiHeadAttention(Layer):
             ([attention_mask] if attention_mask is not None else [])
         return super().__call__(inputs, training=training, **kwargs)
 
+    def node_arguments(self, inputs):
+        """Keras 3's inbound-node form of one call on the tensor list `inputs`:
+        (args, kwargs) = ([query, value], {"key": .., "attention_mask": ..,
+        "use_causal_mask": ..}); `layer(*args, **kwargs)` records the same node."""
+        has_key, has_mask, causal = self._options
+        kwargs = {}
+        if has_key:
+            kwargs["key"] = inputs[2]
+        if has_mask:
+            kwargs["attention_mask"] = inputs[-1]
+        if causal:
+            kwargs["use_causal_mask"] = True
+        return [inputs[0], inputs[1]], kwargs
+
     # -- graph contract ---------------------------------------------------------------
 
     def _shapes(self, input_shape):
@@ -313,6 +327,10 @@ class Attention(Layer):
                              f"call {self._causal}, this call {bool(use_causal_mask)}")
         self._causal = bool(use_causal_mask)
         return super().__call__(list(inputs), training=training, **kwargs)
+
+    def node_arguments(self, inputs):
+        """Keras 3's inbound-node form: ([[query, value(, key)]], {"use_causal_mask": ..})."""
+        return [list(inputs)], ({"use_causal_mask": True} if self._causal else {})
 
     def _shapes(self, input_shape):
         q, v = (tuple(s) for s in input_shape[:2])

@@ -356,3 +356,29 @@ def test_dot_attention_self_gradient():
     rng = np.random.default_rng(9)
     _fd_check_first_kernel(model, rng.normal(size=(2, 4, 3)).astype(np.float32),
                            rng.normal(size=(2, 4, 3)).astype(np.float32), stride=1)
+
+
+def test_node_arguments_are_keras_inbound_nodes():
+    """What the Functional config should write for a call (Keras 3's args/kwargs), and
+    calling with them records the same kind of node."""
+    from kerasish.layers.attention import Attention
+
+    q, v, m = kerasish.Input((5, 6)), kerasish.Input((7, 6)), kerasish.Input((5, 7))
+    mha = MultiHeadAttention(2, 3)
+    mha(q, v, attention_mask=m, use_causal_mask=True)
+    args, kwargs = mha.node_arguments([q, v, m])
+    assert args == [q, v] and kwargs == {"attention_mask": m, "use_causal_mask": True}
+    assert tuple(mha(*args, **kwargs).shape) == (None, 5, 6)
+    att = Attention()
+    att([q, v], use_causal_mask=True)
+    assert att.node_arguments([q, v]) == ([[q, v]], {"use_causal_mask": True})
+
+
+def test_eager_call_on_arrays_equals_keras():
+    q, v, mask = _data()
+    theirs = real.layers.MultiHeadAttention(num_heads=2, key_dim=3)
+    want = real.ops.convert_to_numpy(theirs(q, v, attention_mask=mask.astype(bool)))
+    ours = MultiHeadAttention(num_heads=2, key_dim=3)
+    ours(q, v, attention_mask=mask)  # builds
+    ours.set_weights([np.asarray(w) for w in theirs.get_weights()])
+    np.testing.assert_allclose(ours(q, v, attention_mask=mask), want, rtol=TOL, atol=TOL)
