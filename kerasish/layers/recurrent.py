@@ -77,6 +77,7 @@ class _RNN(Layer):
     KIND = "simple"
     CELL = "simple_rnn_cell"
     STATES = 1
+    reset_after = True  # GRU's choice; the other cells' gates have no such variant
     supports_masking = True
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
@@ -172,8 +173,8 @@ class _RNN(Layer):
         if self.STATES == 2:
             shapes.update(c=((t + 1) * b * u,), dc=(b * u,))
         if self.GATES == 3:
-            shapes["inner"] = (t * b * g if self._reset_after else t * b * u,)
-            if not self._reset_after:
+            shapes["inner"] = (t * b * g if self.reset_after else t * b * u,)
+            if not self.reset_after:
                 shapes["rtmp"] = (b * u,)
         if self.dropout:
             shapes.update(dmask=(b * f,), dtmp=(b * f,))
@@ -181,14 +182,10 @@ class _RNN(Layer):
             shapes.update(rmask=(b * u,), rtmp=(b * u,), hd=(t * b * u,))
         return {k: (s, np.float32) for k, s in shapes.items()}
 
-    @property
-    def _reset_after(self):
-        return getattr(self, "reset_after", True)
-
     def _inner(self, t, n):
         if self.GATES != 3:
             return None
-        return self._buf("inner", t, n, self.GATES * self.units if self._reset_after
+        return self._buf("inner", t, n, self.GATES * self.units if self.reset_after
                          else self.units)
 
     def _buf(self, name, *shape):
@@ -250,7 +247,7 @@ class _RNN(Layer):
             inner=self._inner(t, n), bias=self.bias.value if self.use_bias else None,
             mask=mask, rmask=self._buf("rmask", n, u) if rdrop else None,
             hd=self._buf("hd", t, n, u) if rdrop else None, go_backwards=self.go_backwards,
-            reset_after=self._reset_after, activation=self.activation,
+            reset_after=self.reset_after, activation=self.activation,
             recurrent_activation=self.recurrent_activation)
         if self.return_sequences:
             ops.from_time_major(y, h[1:])
@@ -302,15 +299,15 @@ class _RNN(Layer):
             c=self._buf("c", t + 1, n, u) if self.STATES == 2 else None,
             inner=self._inner(t, n), mask=mask, dy=dy if self.return_sequences else None,
             rmask=self._buf("rmask", n, u) if rdrop else None,
-            rtmp=self._buf("rtmp", n, u) if rdrop or not self._reset_after else None,
-            go_backwards=self.go_backwards, reset_after=self._reset_after,
+            rtmp=self._buf("rtmp", n, u) if rdrop or not self.reset_after else None,
+            go_backwards=self.go_backwards, reset_after=self.reset_after,
             activation=self.activation, recurrent_activation=self.recurrent_activation)
         g2 = gates.reshape((t * n, g))
-        i2 = self._buf("inner", t * n, g) if self.GATES == 3 and self._reset_after else g2
+        i2 = self._buf("inner", t * n, g) if self.GATES == 3 and self.reset_after else g2
         if self.trainable:
             hp = (self._buf("hd", t, n, u) if rdrop else h[:t]).reshape((t * n, u))
             ops.rnn_gemm(self.kernel.grad, xs.reshape((t * n, f)), g2, trans_a=True, beta=1.0)
-            if self._reset_after:
+            if self.reset_after:
                 ops.rnn_gemm(self.recurrent_kernel.grad, hp, i2, trans_a=True, beta=1.0)
             else:  # R_zr's left operand is h_prev, R_h's r * h_prev (left in inner)
                 ops.rnn_gemm(self.recurrent_kernel.grad, hp, g2, trans_a=True, beta=1.0,
