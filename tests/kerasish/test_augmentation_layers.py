@@ -321,3 +321,27 @@ def test_keras_io_image_classification_from_scratch():
     predictions = model.predict(x, verbose=0)
     score = float(keras.ops.sigmoid(predictions[0][0]))
     assert predictions.shape == (2, 1) and 0.0 <= score <= 1.0
+
+
+def test_keras_file_crosses_with_keras(real, tmp_path, monkeypatch):
+    """Saved with the layers registered as built-ins (as kerasish.layers will list them),
+    the .keras file loads in kerasish and in Keras 3 with the same predictions."""
+    for cls in P.PREPROCESSING_LAYERS:
+        monkeypatch.setitem(_layers.BUILTIN, cls.__name__, cls)
+    x = images(n=4, h=9, w=8, scale=1.0)
+    model = keras.Sequential([keras.Input((9, 8, 3)), P.RandomFlip("horizontal", seed=1),
+                              P.RandomRotation(0.1), P.RandomContrast(0.2),
+                              P.RandomBrightness(0.1, value_range=(0, 1)),
+                              P.Resizing(6, 6), P.CenterCrop(4, 4), layers.Flatten(),
+                              layers.Dense(2)])
+    model.compile("sgd", "mse")
+    model.fit(x, np.ones((4, 2), np.float32), epochs=1, verbose=0)
+    model.save(tmp_path / "aug.keras")
+    want = model.predict(x, verbose=0)
+    again = keras.models.load_model(tmp_path / "aug.keras")
+    assert [type(la).__name__ for la in again.layers][:6] == [
+        "RandomFlip", "RandomRotation", "RandomContrast", "RandomBrightness", "Resizing",
+        "CenterCrop"]
+    np.testing.assert_array_equal(again.predict(x, verbose=0), want)
+    theirs = real.models.load_model(tmp_path / "aug.keras")
+    np.testing.assert_allclose(np.asarray(theirs.predict(x, verbose=0)), want, atol=1e-5)
