@@ -91,3 +91,21 @@ def test_bad_arguments_name_the_op():
         C.non_neg(np.zeros(3))
     with pytest.raises(TypeError, match="unit_norm: expected axis to be an int"):
         C.unit_norm(w, axis="0")
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 300), 0), ((70, 600), 0), ((600, 70), 1),
+                                        ((5, 40, 300), 1)])
+def test_cpu_tiles_and_parallel_path(monkeypatch, shape, axis):
+    # Wide inner sizes take several column tiles; large weights take the parallel path.
+    from kernels_numba.cpu import constraint as cpu
+
+    w = randn(shape, seed=11)
+    runs = []
+    for serial in (False, True):
+        if serial:
+            monkeypatch.setattr(cpu, "split", lambda work: False)
+        buf = w.copy()
+        C.min_max_norm(buf, min_value=0.5, max_value=3.0, rate=0.9, axis=axis)
+        runs.append(buf)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert_close(runs[0], ref_min_max_norm(w, 0.5, 3.0, 0.9, axis), rtol=1e-5, atol=1e-6)

@@ -91,3 +91,22 @@ def test_bad_arguments_name_the_op():
     with pytest.raises(ValueError, match="expected workspace with >= 2 elements"):
         R.weight_penalty(np.zeros(1, np.float32), None, w, l1=0.1, l2=0.0,
                          workspace=np.zeros(1, np.float32))
+
+
+def test_cpu_parallel_and_serial_paths_agree_bit_for_bit(monkeypatch):
+    # Above PARALLEL_MIN_WORK the CPU twin splits whole parts across threads; the small
+    # shapes above run serially. Both must give the same bits.
+    from kernels_numba.cpu import regularize as cpu
+
+    w, g0 = randn((70001,), seed=9), randn((70001,), seed=10)
+    runs = []
+    for serial in (False, True):
+        if serial:
+            monkeypatch.setattr(cpu, "split", lambda work: False)
+        pen, grad = np.zeros(1, np.float32), g0.copy()
+        R.weight_penalty(pen, grad, w, l1=0.01, l2=0.02)
+        runs.append((pen, grad))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    assert_close(runs[0][0], [ref_penalty(w, 0.01, 0.02)], rtol=1e-5, what="penalty")
+    assert_close(runs[0][1], g0 + ref_grad(w, 0.01, 0.02), what="grad")
