@@ -254,3 +254,34 @@ def test_sequence_models_train_through_fit(build):
     losses = _fit(kerasish.Sequential(build(kerasish.layers)), x, y, epochs=6)
     assert np.isfinite(losses).all()
     assert losses[-1] < losses[0] * 0.8, losses
+
+
+@pytest.mark.cudasim
+@pytest.mark.slow  # a model-level re-run of kernels test_rnn_sequence proves op by op
+def test_gru_reset_before_trains_the_same_on_cuda():
+    import kernels_numba
+    from kerasish import config
+    if not kernels_numba.cuda_available():
+        pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")
+    x, y = _seq_task(n=6, t=3, vocab=5)
+    runs = []
+    for device in ("cpu", "cuda"):
+        config.set_device(device)
+        try:
+            kerasish.utils.set_random_seed(0)
+            model = kerasish.Sequential([
+                kerasish.layers.Input((3,)), kerasish.layers.Embedding(5, 3),
+                GRU(4, reset_after=False, go_backwards=True, recurrent_dropout=0.3, seed=1),
+                kerasish.layers.Dense(2, activation="softmax")])
+            model.compile("sgd", "sparse_categorical_crossentropy")
+            if runs:
+                model.set_weights(runs[0][0])
+            start = model.get_weights()
+            model.fit(x, y, epochs=2, batch_size=6, verbose=0)
+            assert kernels_numba.device_of(model.layers[1].kernel.value) == device
+            runs.append((start, model.get_weights()))
+        finally:
+            config.set_device("cpu")
+    assert not np.allclose(runs[0][0][1], runs[0][1][1])  # the GRU kernel trained
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
