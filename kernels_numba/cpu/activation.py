@@ -180,35 +180,43 @@ _forward_inline = numba.njit(inline="always")(act_forward_scalar.py_func)
 _backward_inline = numba.njit(inline="always")(act_backward_scalar.py_func)
 
 
+@numba.njit(inline="always")
+def _block(v, p, parts):
+    """Block p of parts of the 1-D v, as a view: a loop from 0 over it vectorizes (from
+    r0 = n*p//parts LLVM cannot drop the negative-index check: 2.7x slower at 1.4M)."""
+    n = v.size
+    return v[n * p // parts:n * (p + 1) // parts]
+
+
 def _elementwise_parts(code):
     """(forward, backward) parts for the kind `code`, a constant of their code."""
     if code == RELU:
         def forward(args, p, parts):
             a = numba.carray(args, 5)
-            y, x = f32_1d(a, 0), f32_1d(a, 2)
-            n = x.size
-            for i in range(n * p // parts, n * (p + 1) // parts):
+            y, x = _block(f32_1d(a, 0), p, parts), _block(f32_1d(a, 2), p, parts)
+            for i in range(x.size):
                 y[i] = _relu(x[i])
 
         def backward(args, p, parts):
             a = numba.carray(args, 7)
-            dx, dy, s = f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4)
-            n = dy.size
-            for i in range(n * p // parts, n * (p + 1) // parts):
+            dx, dy = _block(f32_1d(a, 0), p, parts), _block(f32_1d(a, 2), p, parts)
+            s = _block(f32_1d(a, 4), p, parts)
+            for i in range(dy.size):
                 dx[i] = _relu_grad(dy[i], s[i])
     else:
         def forward(args, p, parts):
             a = numba.carray(args, 5)
-            y, x, alpha = f32_1d(a, 0), f32_1d(a, 2), from_f32_bits(a[4])
-            n = x.size
-            for i in range(n * p // parts, n * (p + 1) // parts):
+            y, x = _block(f32_1d(a, 0), p, parts), _block(f32_1d(a, 2), p, parts)
+            alpha = from_f32_bits(a[4])
+            for i in range(x.size):
                 y[i] = _forward_inline(x[i], code, alpha)
 
         def backward(args, p, parts):
             a = numba.carray(args, 7)
-            dx, dy, s, alpha = f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4), from_f32_bits(a[6])
-            n = dy.size
-            for i in range(n * p // parts, n * (p + 1) // parts):
+            dx, dy = _block(f32_1d(a, 0), p, parts), _block(f32_1d(a, 2), p, parts)
+            s = _block(f32_1d(a, 4), p, parts)
+            alpha = from_f32_bits(a[6])
+            for i in range(dy.size):
                 dx[i] = _backward_inline(dy[i], s[i], code, alpha)
     name = {v: k for k, v in KIND_CODES.items()}[code]
     for fn, direction in ((forward, "forward"), (backward, "backward")):
