@@ -208,18 +208,47 @@ def _affine_params(m, key, ranges, h, w, same_zoom):
                    ranges[5], ranges[6], ranges[7], ranges[8], ranges[9], same_zoom)
 
 
+@numba.njit(inline="always")
+def _corner(x, b, iy, ix, ch, fill, fill_value):
+    h, w = x.shape[1], x.shape[2]
+    if fill == _CONSTANT and not (0 <= iy < h and 0 <= ix < w):
+        return fill_value
+    return x[b, fix_index(iy, h, fill), fix_index(ix, w, fill), ch]
+
+
 @numba.njit(parallel=True, cache=True)
 def _affine(y, x, m, interp, fill, fill_value):
+    """`sample` per output pixel with its weights computed once for all channels (the
+    same products and order of additions, so the CUDA kernel's values)."""
     n, ho, wo, c = y.shape
     for r in numba.prange(n * ho):
         b = r // ho
-        yf = np.float32(r - b * ho)
+        i = r - b * ho
+        yf = np.float32(i)
         for j in range(wo):
             xf = np.float32(j)
             sx = m[b, 0] * xf + m[b, 1] * yf + m[b, 2]
             sy = m[b, 3] * xf + m[b, 4] * yf + m[b, 5]
+            if interp != 1:
+                iy = round_coordinate(sy, interp)
+                ix = round_coordinate(sx, interp)
+                for ch in range(c):
+                    y[b, i, j, ch] = _corner(x, b, iy, ix, ch, fill, fill_value)
+                continue
+            y0 = int(math.floor(sy))
+            x0 = int(math.floor(sx))
+            wy1 = sy - float32(y0)
+            wx1 = sx - float32(x0)
+            wy0 = _ONE - wy1
+            wx0 = _ONE - wx1
+            w00, w01, w10, w11 = wy0 * wx0, wy0 * wx1, wy1 * wx0, wy1 * wx1
             for ch in range(c):
-                y[b, r - b * ho, j, ch] = sample(x, b, sy, sx, ch, interp, fill, fill_value)
+                acc = _ZERO
+                acc += w00 * _corner(x, b, y0, x0, ch, fill, fill_value)
+                acc += w01 * _corner(x, b, y0, x0 + 1, ch, fill, fill_value)
+                acc += w10 * _corner(x, b, y0 + 1, x0, ch, fill, fill_value)
+                acc += w11 * _corner(x, b, y0 + 1, x0 + 1, ch, fill, fill_value)
+                y[b, i, j, ch] = acc
 
 
 @numba.njit(parallel=True, cache=True)
