@@ -3,10 +3,15 @@
 Same signatures, layer names, order and weights as keras.applications, so Keras's
 ImageNet files (weights="imagenet", downloaded once into ~/.kerasish/models) and
 weight files saved by either library load in the other. channels_last only.
+
+A whole saved model (.keras/.h5) reloads here with
+`kerasish.models.load_model(path, custom_objects=kerasish.applications.CUSTOM_OBJECTS)`:
+four of Keras's layer behaviours these models use live in applications/_layers.py.
 """
 
 from kerasish.applications import efficientnet, imagenet_utils, mobilenet_v2, resnet
 from kerasish.applications import vgg16, xception
+from kerasish.applications._layers import CUSTOM_OBJECTS
 from kerasish.applications.efficientnet import (EfficientNetB0, EfficientNetB1,
                                                 EfficientNetB2, EfficientNetB3)
 from kerasish.applications.mobilenet_v2 import MobileNetV2
@@ -16,7 +21,7 @@ from kerasish.applications.xception import Xception
 
 resnet50 = resnet  # keras.applications.resnet50 is the same module's ResNet50
 
-__all__ = ["EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3",
+__all__ = ["CUSTOM_OBJECTS", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3",
            "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "VGG16", "Xception",
            "efficientnet", "imagenet_utils", "mobilenet_v2", "resnet", "resnet50", "vgg16",
            "xception"]

@@ -56,30 +56,30 @@ class ReLU(activation_layers.ReLU):
 
 
 class Multiply(merging.Multiply):
-    """y = a * b for exactly two inputs whose size-1 dimensions broadcast (Keras's
-    Multiply on a feature map and its squeeze-excite gate)."""
-
-    MIN_INPUTS = MAX_INPUTS = 2
+    """Keras's Multiply; two inputs whose size-1 dimensions differ broadcast (the
+    squeeze-excite gate), equal shapes run kerasish's own Multiply."""
 
     def _merged_shape(self, input_shape):
         shapes, batch = merging._as_shapes(self, input_shape)
-        if len(shapes) != 2:
-            raise ValueError(f"Multiply '{self.name}' (applications): expected exactly 2 "
-                             f"inputs; received input_shape={shapes}")
+        if len(shapes) != 2 or shapes[0][1:] == shapes[1][1:]:
+            self._broadcasting = False
+            return super()._merged_shape(input_shape)
         inner = _broadcast(shapes[0][1:], shapes[1][1:])
         if inner is None:
             raise ValueError(f"Multiply '{self.name}': inputs of shapes {shapes} do not "
                              f"broadcast (same rank, each dimension equal or 1)")
+        self._broadcasting = True
         return (batch, *inner), 2
 
-    def scratch_shapes(self, batch_size):
-        return {}
-
     def forward(self, y, x, training):
+        if not self._broadcasting:
+            return super().forward(y, x, training)
         x = self._inputs(x)
         ops.broadcast_binary(y, x[0], x[1], kind="multiply")
 
     def backward(self, dx, dy, x, y):
+        if not self._broadcasting:
+            return super().backward(dx, dy, x, y)
         if dx[0] is not None or dx[1] is not None:
             ops.broadcast_binary_backward(dx[0], dx[1], dy, x[0], x[1], kind="multiply")
 
@@ -111,10 +111,14 @@ class Dropout(core.Dropout):
         self._mask_shape(None)  # checks noise_shape against the input now
 
     def scratch_shapes(self, batch_size):
+        if self.noise_shape is None:
+            return super().scratch_shapes(batch_size)
         return {"mask": (self._mask_shape(batch_size), np.float32),
                 "draw": (self._mask_shape(batch_size), np.float32)}
 
     def forward(self, y, x, training):
+        if self.noise_shape is None:
+            return super().forward(y, x, training)
         if not (training and self.rate > 0):
             ops.copy(y, x)
             return
@@ -128,6 +132,8 @@ class Dropout(core.Dropout):
         ops.broadcast_binary(y, x, mask, kind="multiply")
 
     def backward(self, dx, dy, x, y):
+        if self.noise_shape is None:
+            return super().backward(dx, dy, x, y)
         if dx is None:
             return
         if self.rate > 0:
@@ -155,7 +161,7 @@ class Rescaling(core.Rescaling):
                              f"received offset={offset!r}")
         super().__init__(1.0, 0.0, **kwargs)
         self.channel_scale = np.asarray(scale, np.float32).reshape(-1)
-        self.scale = [float(v) for v in self.channel_scale]
+        self.scale = [float(v) for v in np.asarray(scale, np.float64).reshape(-1)]
         self._factor = None
 
     def build(self, input_shape):
@@ -179,3 +185,8 @@ class Rescaling(core.Rescaling):
             return super().backward(dx, dy, x, y)
         if dx is not None:
             ops.broadcast_binary_backward(dx, None, dy, x, self._factor, kind="multiply")
+
+
+# For load_model/model_from_json of a saved application model:
+# kerasish.models.load_model(path, custom_objects=kerasish.applications.CUSTOM_OBJECTS).
+CUSTOM_OBJECTS = {cls.__name__: cls for cls in (ReLU, Multiply, Dropout, Rescaling)}

@@ -110,6 +110,25 @@ def test_weights_cross_with_keras(name, tmp_path):
     assert np.abs(loaded.predict(x, verbose=0) - expected).max() <= 1e-5
 
 
+def test_whole_model_files_cross_with_keras(tmp_path):
+    """A saved MobileNetV2 (its ReLU(6) is an applications/_layers class): our .h5 loads
+    in Keras; Keras's .keras loads here with applications.CUSTOM_OBJECTS."""
+    real = _real()
+    theirs, ours = _both(real, "MobileNetV2", **CROSS["MobileNetV2"])
+    _randomized(theirs, seed=2)
+    ours.set_weights(theirs.get_weights())
+    x = np.random.default_rng(3).uniform(0, 1, (2, 32, 32, 3)).astype(np.float32)
+    expected = theirs.predict(x, verbose=0)
+    ours.save(tmp_path / "ours.h5")
+    back = real.models.load_model(tmp_path / "ours.h5", compile=False)
+    assert np.abs(back.predict(x, verbose=0) - expected).max() <= 1e-5
+    theirs.save(tmp_path / "theirs.keras")
+    mine = kerasish.models.load_model(tmp_path / "theirs.keras", compile=False,
+                                      custom_objects=A.CUSTOM_OBJECTS)
+    assert [la.name for la in mine.layers] == [la.name for la in theirs.layers]
+    assert np.abs(mine.predict(x, verbose=0) - expected).max() <= 1e-5
+
+
 def _same_error(real, name, kwargs):
     """Keras raises ValueError on kwargs; ours raises one containing Keras's message."""
     with pytest.raises(ValueError) as theirs:
