@@ -21,6 +21,7 @@ _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
 
+_DUMMY4 = np.zeros((1, 1, 1, 1), np.float32)  # stands in for an absent probs/dprobs
 _BLAS = _gemm._SGEMM is not None
 _ADDRESS = _gemm._ADDRESS if _BLAS else 0
 _MARKER = _gemm._INT_MARKER if _BLAS else np.int32(0)
@@ -61,7 +62,7 @@ def _score(s, mask, has_mask, causal, bb, i, j, tq, tk, scale):
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, nb, tq, tk,
-             nh, d, dv, scale, causal):
+             nh, d, dv, scale, causal, probs, want_probs):
     ld_q, ld_v = nh * d, nh * dv
     for task in numba.prange(nb * nh):
         bb, h = task // nh, task % nh
@@ -115,13 +116,30 @@ def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, n
                     out[bb, i, h, e] = w[o_off + r * dv + e] * inv
                 if w[u_off + r] > _ZERO or w[l_off + r] != w[l_off + r]:
                     lse[bb, h, i] = w[m_off + r] + np.log(w[l_off + r])
+                elif want_probs:  # Keras's scores path: zeros (+inf: P = 0 everywhere)
+                    lse[bb, h, i] = -_NEG_INF
+                    for e in range(dv):
+                        out[bb, i, h, e] = _ZERO
                 else:
                     lse[bb, h, i] = _NEG_INF  # fully masked: uniform in the backward
+            if want_probs:  # materialise P = exp(s - lse) * keep for this row block
+                for j0 in range(0, tk, T):
+                    mk = min(T, tk - j0)
+                    _mm(use_blas, address, marker, False, True, mq, mk, d, q,
+                        ((bb * tq + i0) * nh + h) * d, ld_q, k, ((bb * tk + j0) * nh + h) * d,
+                        ld_q, _ZERO, w, s_off, T)
+                    for r in range(mq):
+                        for c in range(mk):
+                            sc, dropped = _score(w[s_off + r * T + c], mask, has_mask, causal,
+                                                 bb, i0 + r, j0 + c, tq, tk, scale)
+                            probs[bb, h, i0 + r, j0 + c] = _ZERO if dropped else \
+                                np.exp(sc - lse[bb, h, i0 + r])
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dout, q, k, v,
-              out, lse, mask, has_mask, ws, nb, tq, tk, nh, d, dvs, scale, causal):
+              out, lse, mask, has_mask, ws, nb, tq, tk, nh, d, dvs, scale, causal, probs,
+              dprobs, has_dprobs):
     ld_q, ld_v = nh * d, nh * dvs
     for task in numba.prange(nb * nh):
         bb, h = task // nh, task % nh
@@ -154,6 +172,9 @@ def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dou
                     s = _ZERO
                     for e in range(dvs):
                         s += dout[bb, i0 + r, h, e] * out[bb, i0 + r, h, e]
+                    if has_dprobs:  # d(probs) joins dP: delta gains sum_j P dprobs
+                        for j in range(tk):
+                            s += probs[bb, h, i0 + r, j] * dprobs[bb, h, i0 + r, j]
                     w[dl_off + r] = s
                 _mm(use_blas, address, marker, False, True, mq, mk, d, q, qo, ld_q, k, ko,
                     ld_q, _ZERO, w, p_off, T)
@@ -170,6 +191,8 @@ def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dou
                             p = np.exp(sc - row_lse)
                         w[p_off + r * T + c] = p
                         gi = g_off + r * T + c
+                        if has_dprobs:
+                            w[gi] += dprobs[bb, h, i0 + r, j0 + c]
                         w[gi] = _ZERO if dropped else p * (w[gi] - w[dl_off + r]) * scale
                 if want_v:  # dv_j += P^T dout_i
                     _mm(use_blas, address, marker, True, False, mk, dvs, mq, w, p_off, T,
@@ -184,7 +207,7 @@ def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dou
 
 # launchers
 
-def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal):
+def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs):
     nb, tq, nh, d = q.shape
     tk, dv = k.shape[1], v.shape[3]
     if out.size == 0:
@@ -196,10 +219,11 @@ def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal):
     m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
     _forward(_BLAS, _ADDRESS, _MARKER, out, lse, q.reshape(-1), k.reshape(-1),
              v.reshape(-1), m, mask is not None, workspace, nb, tq, tk, nh, d, dv, scale,
-             causal)
+             causal, probs if probs is not None else _DUMMY4, probs is not None)
 
 
-def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal):
+def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal,
+                       probs, dprobs):
     nb, tq, nh, d = q.shape
     tk, dvs = k.shape[1], v.shape[3]
     dummy = np.zeros((1, 1, 1, 1), np.float32)
@@ -210,4 +234,6 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, sca
               dk if dk is not None else dummy, dv if dv is not None else dummy,
               dq is not None, dk is not None, dv is not None, dout,
               q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, m, mask is not None,
-              workspace, nb, tq, tk, nh, d, dvs, scale, causal)
+              workspace, nb, tq, tk, nh, d, dvs, scale, causal,
+              probs if dprobs is not None else _DUMMY4,
+              dprobs if dprobs is not None else _DUMMY4, dprobs is not None)

@@ -16,12 +16,13 @@ import math
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import cuda, device_function, kernel, launch
+from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 
 BQ = 16
 BK = 16
 THREADS = BQ * BK
 MAXD = 128
+_MAX_THREADS = 65536 * 256
 PER_THREAD = BK * MAXD // THREADS  # tile elements of dq/dk/dv per thread
 F32_4D = "float32[:, :, :, ::1]"
 F32_3D = "float32[:, :, ::1]"
@@ -41,8 +42,8 @@ def _score_or_masked(s, mask, has_mask, causal, bb, i, j):
 # kernels
 
 @kernel(f"void({F32_4D}, {F32_3D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_3D}, int32, int32, "
-        "float32)")
-def _forward_kernel(out, lse, q, k, v, mask, has_mask, causal, scale):
+        "float32, int32)")
+def _forward_kernel(out, lse, q, k, v, mask, has_mask, causal, scale, zero_masked_rows):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dv = q.shape[3], v.shape[3]
     bb = cuda.blockIdx.y // nh
@@ -126,17 +127,21 @@ def _forward_kernel(out, lse, q, k, v, mask, has_mask, causal, scale):
         dd = e - rr * dv
         i = i0 + rr
         if i < tq:
-            out[bb, i, h, dd] = os[rr, dd] / ls[rr]
+            zero = zero_masked_rows != 0 and seen[rr] == float32(0.0) and ls[rr] == ls[rr]
+            out[bb, i, h, dd] = float32(0.0) if zero else os[rr, dd] / ls[rr]
     if tid < BQ and i0 + tid < tq:
         lv = ls[tid]
         if seen[tid] > float32(0.0) or lv != lv:
             lse[bb, h, i0 + tid] = ms[tid] + math.log(lv)
+        elif zero_masked_rows != 0:  # Keras's scores path: P = 0 (exp(s - inf))
+            lse[bb, h, i0 + tid] = -NEG_INF
         else:
             lse[bb, h, i0 + tid] = NEG_INF  # fully masked: uniform in the backward
 
 
 @device_function
-def _load_rows(qs, dos, lses, deltas, q, dout, out, lse, bb, h, i0, tid):
+def _load_rows(qs, dos, lses, deltas, q, dout, out, lse, probs, dprobs, has_dprobs, bb, h,
+               i0, tid):
     """A query tile of q and dout into shared memory, with lse and delta = sum(dout*out)."""
     tq, d, dv = q.shape[1], q.shape[3], dout.shape[3]
     for e in range(tid, BQ * MAXD, THREADS):
@@ -151,6 +156,9 @@ def _load_rows(qs, dos, lses, deltas, q, dout, out, lse, bb, h, i0, tid):
         if i < tq:
             for dd in range(dv):
                 acc += dout[bb, i, h, dd] * out[bb, i, h, dd]
+            if has_dprobs != 0:  # d(probs) joins dP: delta gains sum_j P dprobs
+                for j in range(probs.shape[3]):
+                    acc += probs[bb, h, i, j] * dprobs[bb, h, i, j]
             lses[tid] = lse[bb, h, i]
         deltas[tid] = acc
 
@@ -167,8 +175,8 @@ def _load_keys(ks, vs, k, v, bb, h, j0, tid):
 
 
 @device_function
-def _probs(ps, dss, qs, ks, vs, dos, lses, deltas, mask, has_mask, causal, scale, bb, i0,
-           j0, r, c, tq, tk, d, dv):
+def _probs(ps, dss, qs, ks, vs, dos, lses, deltas, mask, has_mask, causal, scale, dprobs,
+           has_dprobs, bb, h, i0, j0, r, c, tq, tk, d, dv):
     """Thread (r, c): P (recomputed from lse) and dS * scale of one score."""
     i = i0 + r
     j = j0 + c
@@ -187,15 +195,17 @@ def _probs(ps, dss, qs, ks, vs, dos, lses, deltas, mask, has_mask, causal, scale
             dp = float32(0.0)
             for dd in range(dv):
                 dp += dos[r, dd] * vs[c, dd]
+            if has_dprobs != 0:
+                dp += dprobs[bb, h, i, j]
             ds = p * (dp - deltas[r]) * scale
     ps[r, c] = p
     dss[r, c] = ds
 
 
 @kernel(f"void({F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, "
-        f"{F32_3D}, {F32_3D}, int32, int32, int32, int32, float32)")
+        f"{F32_3D}, {F32_3D}, int32, int32, int32, int32, float32, {F32_4D}, {F32_4D}, int32)")
 def _dkdv_kernel(dk, dv, dout, q, k, v, out, lse, mask, has_mask, causal, want_k, want_v,
-                 scale):
+                 scale, probs, dprobs, has_dprobs):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dvs = q.shape[3], v.shape[3]
     bb = cuda.blockIdx.y // nh
@@ -221,10 +231,11 @@ def _dkdv_kernel(dk, dv, dout, q, k, v, out, lse, mask, has_mask, causal, want_k
     i_start = (j0 // BQ) * BQ if (causal != 0 and has_mask == 0) else 0
     for i0 in range(i_start, tq, BQ):
         cuda.syncthreads()
-        _load_rows(qs, dos, lses, deltas, q, dout, out, lse, bb, h, i0, tid)
+        _load_rows(qs, dos, lses, deltas, q, dout, out, lse, probs, dprobs, has_dprobs,
+                   bb, h, i0, tid)
         cuda.syncthreads()
         _probs(ps, dss, qs, ks, vs, dos, lses, deltas, mask, has_mask, causal != 0, scale,
-               bb, i0, j0, r, c, tq, tk, d, dvs)
+               dprobs, has_dprobs, bb, h, i0, j0, r, c, tq, tk, d, dvs)
         cuda.syncthreads()
         for t in range(PER_THREAD):
             e = tid + t * THREADS
@@ -250,8 +261,9 @@ def _dkdv_kernel(dk, dv, dout, q, k, v, out, lse, mask, has_mask, causal, want_k
 
 
 @kernel(f"void({F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_4D}, {F32_3D}, "
-        f"{F32_3D}, int32, int32, float32)")
-def _dq_kernel(dq, dout, q, k, v, out, lse, mask, has_mask, causal, scale):
+        f"{F32_3D}, int32, int32, float32, {F32_4D}, {F32_4D}, int32)")
+def _dq_kernel(dq, dout, q, k, v, out, lse, mask, has_mask, causal, scale, probs, dprobs,
+               has_dprobs):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dvs = q.shape[3], v.shape[3]
     bb = cuda.blockIdx.y // nh
@@ -271,14 +283,15 @@ def _dq_kernel(dq, dout, q, k, v, out, lse, mask, has_mask, causal, scale):
     acc = cuda.local.array(PER_THREAD, float32)
     for t in range(PER_THREAD):
         acc[t] = float32(0.0)
-    _load_rows(qs, dos, lses, deltas, q, dout, out, lse, bb, h, i0, tid)
+    _load_rows(qs, dos, lses, deltas, q, dout, out, lse, probs, dprobs, has_dprobs,
+                   bb, h, i0, tid)
     j_end = min(tk, i0 + BQ) if (causal != 0 and has_mask == 0) else tk
     for j0 in range(0, j_end, BK):
         cuda.syncthreads()
         _load_keys(ks, vs, k, v, bb, h, j0, tid)
         cuda.syncthreads()
         _probs(ps, dss, qs, ks, vs, dos, lses, deltas, mask, has_mask, causal != 0, scale,
-               bb, i0, j0, r, c, tq, tk, d, dvs)
+               dprobs, has_dprobs, bb, h, i0, j0, r, c, tq, tk, d, dvs)
         cuda.syncthreads()
         for t in range(PER_THREAD):
             e = tid + t * THREADS
@@ -296,6 +309,23 @@ def _dq_kernel(dq, dout, q, k, v, out, lse, mask, has_mask, causal, scale):
             dq[bb, i0 + rr, h, dd] = acc[t]
 
 
+@kernel(f"void({F32_4D}, {F32_3D}, {F32_4D}, {F32_4D}, {F32_3D}, int32, int32, float32)")
+def _probs_kernel(probs, lse, q, k, mask, has_mask, causal, scale):
+    """Materialised P = exp(s - lse) * keep, one thread per element (grid-stride)."""
+    nb, nh, tq, tk = probs.shape[0], probs.shape[1], probs.shape[2], probs.shape[3]
+    d = q.shape[3]
+    for e in range(cuda.grid(1), nb * nh * tq * tk, cuda.gridsize(1)):
+        j = e % tk
+        i = (e // tk) % tq
+        h = (e // (tk * tq)) % nh
+        bb = e // (tk * tq * nh)
+        acc = float32(0.0)
+        for dd in range(d):
+            acc += q[bb, i, h, dd] * k[bb, j, h, dd]
+        s, dropped = _score_or_masked(acc * scale, mask, has_mask, causal != 0, bb, i, j)
+        probs[bb, h, i, j] = float32(0.0) if dropped else math.exp(s - lse[bb, h, i])
+
+
 # launchers
 
 def _mask_arg(mask, like):
@@ -306,27 +336,33 @@ def _dummy_mask(lse):
     return lse  # (B, H, Tq) float32 3-D: never indexed when has_mask == 0
 
 
-def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal):
+def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs):
     nb, tq, nh, _ = q.shape
     if out.size == 0 or lse.size == 0:
         return
     m, has = _mask_arg(mask, _dummy_mask(lse))
     grid = ((tq + BQ - 1) // BQ, nb * nh)
-    launch(_forward_kernel, grid, THREADS, out, lse, q, k, v, m, has, int(causal), scale)
+    launch(_forward_kernel, grid, THREADS, out, lse, q, k, v, m, has, int(causal), scale,
+           int(probs is not None))
+    if probs is not None and probs.size:
+        launch(_probs_kernel, grid_1d(min(probs.size, _MAX_THREADS))[0], 256, probs, lse, q,
+               k, m, has, int(causal), scale)
 
 
-def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal):
+def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal,
+                       probs, dprobs):
     nb, tq, nh, _ = q.shape
     tk = k.shape[1]
     if nb * nh == 0:
         return
     m, has = _mask_arg(mask, _dummy_mask(lse))
+    extra = (probs, dprobs, 1) if dprobs is not None else (q, q, 0)  # q: a never-read 4-D
     if (dk is not None or dv is not None) and tk > 0:
         grid = ((tk + BK - 1) // BK, nb * nh)
         launch(_dkdv_kernel, grid, THREADS, dk if dk is not None else k,
                dv if dv is not None else v, dout, q, k, v, out, lse, m, has, int(causal),
-               int(dk is not None), int(dv is not None), scale)
+               int(dk is not None), int(dv is not None), scale, *extra)
     if dq is not None and tq > 0:
         grid = ((tq + BQ - 1) // BQ, nb * nh)
         launch(_dq_kernel, grid, THREADS, dq, dout, q, k, v, out, lse, m, has, int(causal),
-               scale)
+               scale, *extra)

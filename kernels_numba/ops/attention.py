@@ -79,7 +79,8 @@ def _check_qkv(op, q, k, v, mask, causal, workspace):
     return b, tq, tk, h, d, dv
 
 
-def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=False):
+def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=False,
+                      probs=None):
     """out = softmax(q k^T * scale + mask) v per (batch, head); lse for the backward.
 
     Args:
@@ -91,17 +92,24 @@ def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=
         workspace: float32 of attention_workspace_shape(q.shape, v.shape, device).
         scale: float or None (1/sqrt(D)).
         causal: bool, keep only keys j <= i.
+        probs: (B, H, Tq, Tk) float32 or None, output: the attention probabilities
+            materialised (Keras's return_attention_scores path: softmax times the keep
+            mask, so a fully masked row is all zeros - and then so is its out row, and
+            its lse is +inf).
     """
     op = "attention_forward"
     b, tq, tk, h, d, dv = _check_qkv(op, q, k, v, mask, causal, workspace)
     _check.array(op, "out", out, shape=(b, tq, h, dv))
     _check.array(op, "lse", lse, shape=(b, h, tq))
-    fn = impl(op, FAMILY, out=out, lse=lse, q=q, k=k, v=v, mask=mask, workspace=workspace)
-    fn(out, lse, q, k, v, mask, workspace, _scale(op, scale, d), bool(causal))
+    if probs is not None:
+        _check.array(op, "probs", probs, shape=(b, h, tq, tk))
+    fn = impl(op, FAMILY, out=out, lse=lse, q=q, k=k, v=v, mask=mask, workspace=workspace,
+              probs=probs)
+    fn(out, lse, q, k, v, mask, workspace, _scale(op, scale, d), bool(causal), probs)
 
 
 def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, scale=None,
-                       causal=False):
+                       causal=False, probs=None, dprobs=None):
     """Gradients of sum(out * dout) wrt q, k, v (each overwritten; None: skip).
 
     Args:
@@ -111,6 +119,8 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, 
         q, k, v, mask, scale, causal: as given to attention_forward.
         out, lse: from attention_forward.
         workspace: as for attention_forward.
+        probs, dprobs: (B, H, Tq, Tk) float32 or None: the probs attention_forward wrote
+            and the gradient wrt them (both or neither; probs alone is ignored).
     """
     op = "attention_backward"
     b, tq, tk, h, d, dvs = _check_qkv(op, q, k, v, mask, causal, workspace)
@@ -120,7 +130,13 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, 
     _check.array(op, "dout", dout, shape=(b, tq, h, dvs))
     _check.array(op, "out", out, shape=(b, tq, h, dvs))
     _check.array(op, "lse", lse, shape=(b, h, tq))
+    if dprobs is not None:
+        if probs is None:
+            raise ValueError(f"{op}: expected probs (from attention_forward) with dprobs; "
+                             f"received probs=None")
+        _check.array(op, "probs", probs, shape=(b, h, tq, tk))
+        _check.array(op, "dprobs", dprobs, shape=(b, h, tq, tk))
     fn = impl(op, FAMILY, dq=dq, dk=dk, dv=dv, dout=dout, q=q, k=k, v=v, out=out, lse=lse,
-              mask=mask, workspace=workspace)
+              mask=mask, workspace=workspace, probs=probs, dprobs=dprobs)
     fn(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, _scale(op, scale, d),
-       bool(causal))
+       bool(causal), probs, dprobs)

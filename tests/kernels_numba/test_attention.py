@@ -86,6 +86,55 @@ def test_attention_forward_backward(device, shape, kind):
                  what="dv")
 
 
+def _ref_probs(q, k, mask=None, causal=False):
+    """Keras's return_attention_scores path: softmax of where(keep, s, -1e9) * keep."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    b, tq, h, d = q.shape
+    keep = _keep(b, tq, k.shape[1], mask, causal)
+    s = np.where(keep, np.einsum("bihd,bjhd->bhij", q, k) / np.sqrt(d), MASKED)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True) * keep
+
+
+def test_attention_probs_materialised(device):
+    """probs= (return_attention_scores): P written, fully masked rows zero (probs and
+    out), and the gradient through both outputs."""
+    b, tq, tk, h, d = 1, 3, 5, 2, 3
+    q, k = randn((b, tq, h, d), seed=21), randn((b, tk, h, d), seed=22)
+    v, g = randn((b, tk, h, d), seed=23), randn((b, tq, h, d), seed=24)
+    gp = randn((b, h, tq, tk), seed=25)
+    mask = (np.random.default_rng(26).random((b, tq, tk)) > 0.3).astype(np.float32)
+    mask[0, 1] = 0.0
+    mask[0, 0, 0] = 1.0
+    qb, kb, vb, mb = on(device, q, k, v, mask)
+    out, lse = on(device, np.zeros((b, tq, h, d), np.float32), np.zeros((b, h, tq), np.float32))
+    probs = on(device, np.full((b, h, tq, tk), 7, np.float32))
+    ws = on(device, np.zeros(A.attention_workspace_shape(q.shape, v.shape, device), np.float32))
+    A.attention_forward(out, lse, qb, kb, vb, mb, ws, probs=probs)
+    p = _ref_probs(q, k, mask)
+    assert_close(host(probs), p, rtol=1e-5, atol=1e-6, what="probs")
+    assert_close(host(out), np.einsum("bhij,bjhd->bihd", p, v), rtol=1e-4, atol=1e-5,
+                 what="out")
+    assert (host(out)[0, 1] == 0).all()
+    grads = [on(device, np.full(a.shape, 9, np.float32)) for a in (q, k, v)]
+    A.attention_backward(*grads, on(device, g), qb, kb, vb, out, lse, mb, ws, probs=probs,
+                         dprobs=on(device, gp))
+
+    def loss(qq, kk, vv):
+        pp = _ref_probs(qq, kk, mask)
+        return np.sum(np.einsum("bhij,bjhd->bihd", pp, vv) * g) + np.sum(pp * gp)
+
+    for got, arg, what in zip(grads, range(3), "qkv"):
+        args = [q, k, v]
+
+        def f(t, i=arg):
+            a = list(args)
+            a[i] = t
+            return loss(*a)
+        assert_close(host(got), numeric_grad(f, args[arg]), rtol=2e-3, atol=2e-4,
+                     what=f"d{what}")
+
+
 def test_attention_crosses_cpu_tiles():
     """Tq, Tk past 64 (several CPU tiles, a partial last one), causal and not."""
     b, tq, tk, h, d = 1, 70, 130, 2, 4
@@ -201,10 +250,11 @@ def test_cpu_loop_path_without_blas_matches():
         grads = [np.zeros(a.shape, np.float32) for a in (q, k, v)]
         sc = np.float32(0.6)
         C._forward(use_blas, C._ADDRESS, C._MARKER, out, lse, q.reshape(-1), k.reshape(-1),
-                   v.reshape(-1), mask.reshape(-1), True, ws, b, tq, tk, h, d, d, sc, True)
+                   v.reshape(-1), mask.reshape(-1), True, ws, b, tq, tk, h, d, d, sc, True,
+                   C._DUMMY4, False)
         C._backward(use_blas, C._ADDRESS, C._MARKER, *grads, True, True, True, g,
                     q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, mask.reshape(-1),
-                    True, ws, b, tq, tk, h, d, d, sc, True)
+                    True, ws, b, tq, tk, h, d, d, sc, True, C._DUMMY4, C._DUMMY4, False)
         results.append([out, *grads])
     assert_close(results[0][0], _ref(q, k, v, mask, True, 0.6), rtol=1e-4, atol=1e-5,
                  what="loop path out")
