@@ -268,3 +268,52 @@ def test_penalty_ops_give_keras_losses_and_gradients(device):
     np.testing.assert_allclose(host(dw), _np(gw), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(host(db), _np(gb), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(host(dy), _np(gy), rtol=1e-5, atol=1e-7)
+
+
+def test_registered_custom_rules_round_trip():
+    from kerasish.saving import register_keras_serializable
+
+    @register_keras_serializable(package="Reg", name="halfl2")
+    class HalfL2(R.Regularizer):
+        def __init__(self, l2=0.1):
+            self.l2, self.l1 = float(l2), 0.0
+
+        def __call__(self, x):
+            return self.l2 * float(np.sum(np.square(x)))
+
+        def get_config(self):
+            return {"l2": self.l2}
+
+    @register_keras_serializable(package="Con")
+    class Clip(C.Constraint):
+        def apply(self, array):  # a device-side projection: NonNeg then nothing else
+            C.NonNeg().apply(array)
+
+    layer = L.Dense(2, kernel_regularizer=HalfL2(0.3), kernel_constraint=Clip())
+    config = layer.get_config()
+    assert config["kernel_regularizer"]["registered_name"] == "Reg>halfl2"
+    assert config["kernel_constraint"]["registered_name"] == "Con>Clip"
+    back = L.Dense.from_config(config)
+    assert isinstance(back.kernel_regularizer, HalfL2) and back.kernel_regularizer.l2 == 0.3
+    assert isinstance(back.kernel_constraint, Clip)
+    np.testing.assert_array_equal(Clip()(np.array([-1.0, 2.0])), [0.0, 2.0])
+
+
+def test_keras_files_cross_both_ways_with_rules(tmp_path):
+    keras = real_keras()
+    model = kerasish.Sequential([
+        L.Input((4,)),
+        L.Dense(3, kernel_regularizer=R.L2(0.01), kernel_constraint=C.MaxNorm(2),
+                activity_regularizer="l1"),
+        L.Dense(1, bias_constraint="non_neg")])
+    model.compile(optimizer="adam", loss="mse")
+    model.save(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras")
+    assert theirs.layers[0].kernel_regularizer.get_config() == {"l2": 0.01}
+    assert theirs.layers[0].kernel_constraint.get_config() == {"max_value": 2, "axis": 0}
+    assert isinstance(theirs.layers[1].bias_constraint, keras.constraints.NonNeg)
+    theirs.save(tmp_path / "theirs.keras")
+    back = kerasish.models.load_model(tmp_path / "theirs.keras")
+    assert back.layers[0].kernel.regularizer.l2 == 0.01
+    assert isinstance(back.layers[0].activity_regularizer, R.L1)
+    assert isinstance(back.layers[1].bias.constraint, C.NonNeg)
