@@ -9,11 +9,11 @@ A whole saved model (.keras/.h5) reloads here with
 four of Keras's layer behaviours these models use live in applications/_layers.py.
 """
 
-from kerasish.applications import efficientnet, imagenet_utils, mobilenet_v2, resnet
-from kerasish.applications import vgg16, xception
+from kerasish.applications import efficientnet, imagenet_utils, mobilenet_v2  # noqa: I001
+from kerasish.applications import resnet, vgg16, xception
 from kerasish.applications._layers import CUSTOM_OBJECTS
-from kerasish.applications.efficientnet import (EfficientNetB0, EfficientNetB1,
-                                                EfficientNetB2, EfficientNetB3)
+from kerasish.applications.efficientnet import EfficientNetB0, EfficientNetB1
+from kerasish.applications.efficientnet import EfficientNetB2, EfficientNetB3
 from kerasish.applications.mobilenet_v2 import MobileNetV2
 from kerasish.applications.resnet import ResNet50, ResNet101, ResNet152
 from kerasish.applications.vgg16 import VGG16

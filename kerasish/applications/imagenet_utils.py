@@ -12,8 +12,7 @@ import warnings
 
 import numpy as np
 
-from kerasish import activations
-from kerasish import layers
+from kerasish import activations, layers
 from kerasish.models import Model
 from kerasish.utils import file_utils
 
