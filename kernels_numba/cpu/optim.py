@@ -17,6 +17,7 @@ split over threads for large ones, bit-identical either way.
 """
 
 import math
+import weakref
 
 import numba
 import numpy as np
@@ -44,7 +45,7 @@ NO_SEGMENTS = np.zeros((1, 2), np.int64)
 # Below this many elements an update runs on the calling thread. Measured (2 threads,
 # loaded machine): Adam over 85k-120k floats is memory-bound and takes as long split
 # as serial, while waking the pool adds ~20-40 us, so only large blocks split.
-PARALLEL_MIN_SIZE = 1 << 19
+PARALLEL_MIN_SIZE = 1 << 20
 
 
 # per-element math (shared with the CUDA kernels)
@@ -148,24 +149,26 @@ _adagrad_step = numba.njit(inline="always")(adagrad_step)
 i64_pointer = _pointer_intrinsic(types.int64, ir.IntType(64))
 
 
-# The argument vector of every update part: a common head, then the op's own entries
-# from HEAD on. w, g, scalars, scales (1-D: address, size), segments (address, K, 2),
-# zero_grad, grad mode, clipvalue (float32 bits).
-HEAD = 14
+# The argument vector of every update part: its arrays, then its integer entries.
+# Arrays (address, size; segments flattened): w, g, scalars, scales, segments (0-9), then
+# the op's slots from 10. Entries (from V = 10 + 2 * slots): zero_grad, grad mode,
+# clipvalue (float32 bits), then the op's constants.
 
 
 def head(w, g, scalars, grad, zero_grad):
+    """(arrays, entries) common to every update."""
     mode, clipvalue, scales, segments = grad
-    return (w, g, scalars, NO_SCALES if scales is None else flat(scales),
-            NO_SEGMENTS if segments is None else segments, int(zero_grad), int(mode),
-            f32_bits(clipvalue))
+    return ((w, g, scalars, NO_SCALES if scales is None else scales,
+             NO_SEGMENTS if segments is None else segments),
+            (bool(zero_grad), int(mode), clipvalue))
 
 
 @numba.njit(inline="always")
-def unpack_head(a):
-    gseg = numba.carray(i64_pointer(a[8]), (a[9], a[10]))
-    return (f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4), f32_1d(a, 6), gseg, a[11] != 0, a[12],
-            from_f32_bits(a[13]))
+def unpack_head(a, slots):
+    v = 10 + 2 * slots
+    gseg = numba.carray(i64_pointer(a[8]), (a[9] // 2, 2))
+    return (f32_1d(a, 0), f32_1d(a, 2), f32_1d(a, 4), f32_1d(a, 6), gseg, a[v] != 0,
+            a[v + 1], from_f32_bits(a[v + 2]))
 
 
 @numba.njit(inline="always")
@@ -175,11 +178,10 @@ def part_range(n, p, parts):
 
 @lazy_part
 def _sgd_part(args, p, parts):
-    a = numba.carray(args, HEAD + 5)  # + velocity, momentum, nesterov, use_velocity
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
-    velocity = f32_1d(a, HEAD)
-    momentum, nesterov, use_velocity = from_f32_bits(a[HEAD + 2]), a[HEAD + 3] != 0, \
-        a[HEAD + 4] != 0
+    a = numba.carray(args, 18)  # slot velocity; constants momentum, nesterov, use_velocity
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 1)
+    velocity = f32_1d(a, 10)
+    momentum, nesterov, use_velocity = from_f32_bits(a[15]), a[16] != 0, a[17] != 0
     lr, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
     for i in range(i0, i1):
@@ -191,11 +193,10 @@ def _sgd_part(args, p, parts):
 
 @lazy_part
 def _adam_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)  # + m, v, 1-beta_1, 1-beta_2, epsilon
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
-    m, v = f32_1d(a, HEAD), f32_1d(a, HEAD + 2)
-    b1, b2, eps = from_f32_bits(a[HEAD + 4]), from_f32_bits(a[HEAD + 5]), \
-        from_f32_bits(a[HEAD + 6])
+    a = numba.carray(args, 20)  # slots m, v; constants 1-beta_1, 1-beta_2, epsilon
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+    m, v = f32_1d(a, 10), f32_1d(a, 12)
+    b1, b2, eps = from_f32_bits(a[17]), from_f32_bits(a[18]), from_f32_bits(a[19])
     alpha, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
     for i in range(i0, i1):
@@ -207,13 +208,13 @@ def _adam_part(args, p, parts):
 
 @lazy_part
 def _rmsprop_part(args, p, parts):
-    a = numba.carray(args, HEAD + 11)  # + velocity, momentum_buf, average_grad, 5 values
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
-    velocity, momentum_buf, average_grad = f32_1d(a, HEAD), f32_1d(a, HEAD + 2), \
-        f32_1d(a, HEAD + 4)
-    rho, momentum, eps = from_f32_bits(a[HEAD + 6]), from_f32_bits(a[HEAD + 7]), \
-        from_f32_bits(a[HEAD + 8])
-    centered, use_momentum = a[HEAD + 9] != 0, a[HEAD + 10] != 0
+    # slots velocity, momentum_buf, average_grad; constants rho, momentum, epsilon,
+    # centered, use_momentum
+    a = numba.carray(args, 24)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 3)
+    velocity, momentum_buf, average_grad = f32_1d(a, 10), f32_1d(a, 12), f32_1d(a, 14)
+    rho, momentum, eps = from_f32_bits(a[19]), from_f32_bits(a[20]), from_f32_bits(a[21])
+    centered, use_momentum = a[22] != 0, a[23] != 0
     lr, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
     for i in range(i0, i1):
@@ -226,9 +227,9 @@ def _rmsprop_part(args, p, parts):
 
 @lazy_part
 def _adagrad_part(args, p, parts):
-    a = numba.carray(args, HEAD + 3)  # + accumulator, epsilon
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
-    accumulator, eps = f32_1d(a, HEAD), from_f32_bits(a[HEAD + 2])
+    a = numba.carray(args, 16)  # slot accumulator; constant epsilon
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 1)
+    accumulator, eps = f32_1d(a, 10), from_f32_bits(a[15])
     lr, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
     for i in range(i0, i1):
@@ -242,40 +243,60 @@ def flat(a):
     return a.reshape(a.size)
 
 
-def run_update(part, w, *entries):
-    """Pack the entries and run the part over w: split across threads when large."""
-    args = pack(*entries)
-    if w.size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
-        run_parts(part, args)
+# (part, id(w), entries) -> (weak references to the arrays, entries, packed vector, its
+# address). A training loop calls each update with the same buffers every step: packing
+# (an address lookup per array, ~5 us each) is done once, not per call. A hit needs
+# every array to be the very same live object, so the packed addresses are valid.
+_packed = {}
+_PACKED_MAX = 512
+
+
+def run_update(part, head_parts, slots, constants):
+    """Run `part` over w (the first array) with the head's arrays and entries, then the
+    op's slots and constants (floats become float32 bits, others ints): serially, or
+    split across threads when large."""
+    (arrays, entries) = head_parts
+    arrays, entries = arrays + tuple(slots), entries + tuple(constants)
+    key = (part, id(arrays[0]), entries)
+    hit = _packed.get(key)
+    if hit is None or not all(ref() is a for ref, a in zip(hit[0], arrays)):
+        # float entries travel as float32 bits (see _parallel)
+        args = pack(*[flat(a) for a in arrays],
+                    *[f32_bits(e) if isinstance(e, (float, np.floating)) else int(e)
+                      for e in entries])
+        if len(_packed) >= _PACKED_MAX:
+            _packed.clear()
+        hit = _packed[key] = ([weakref.ref(a) for a in arrays], entries, args,
+                              args.ctypes.data)
+    if arrays[0].size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
+        run_parts(part, hit[2])
     else:
-        part.serial(args)
+        if part._serial is None:  # (lazy_part.serial without its per-call address lookup)
+            part.address
+        part._serial(hit[3], 0, 1)
 
 
 def sgd_update(w, g, velocity, *, scalars, momentum, nesterov, zero_grad, grad):
     use_velocity = velocity is not None
-    fw = flat(w)
-    run_update(_sgd_part, w, *head(fw, flat(g), scalars, grad, zero_grad),
-               flat(velocity) if use_velocity else fw, f32_bits(momentum), int(nesterov),
-               int(use_velocity))
+    run_update(_sgd_part, head(w, g, scalars, grad, zero_grad),
+               (velocity if use_velocity else w,),
+               (momentum, bool(nesterov), use_velocity))
 
 
 def adam_update(w, g, m, v, *, scalars, one_minus_beta_1, one_minus_beta_2, epsilon, zero_grad,
                 grad):
-    run_update(_adam_part, w, *head(flat(w), flat(g), scalars, grad, zero_grad), flat(m),
-               flat(v), f32_bits(one_minus_beta_1), f32_bits(one_minus_beta_2),
-               f32_bits(epsilon))
+    run_update(_adam_part, head(w, g, scalars, grad, zero_grad), (m, v),
+               (one_minus_beta_1, one_minus_beta_2, epsilon))
 
 
 def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, scalars, rho, momentum,
                    epsilon, centered, zero_grad, grad):
-    fw = flat(w)
     use_momentum = momentum_buf is not None
-    run_update(_rmsprop_part, w, *head(fw, flat(g), scalars, grad, zero_grad), flat(velocity),
-               flat(momentum_buf) if use_momentum else fw,
-               flat(average_grad) if centered else fw, f32_bits(rho), f32_bits(momentum),
-               f32_bits(epsilon), int(centered), int(use_momentum))
+    run_update(_rmsprop_part, head(w, g, scalars, grad, zero_grad),
+               (velocity, momentum_buf if use_momentum else w, average_grad if centered else w),
+               (rho, momentum, epsilon, bool(centered), use_momentum))
 
 
 def adagrad_update(w, g, accumulator, *, scalars, epsilon, zero_grad, grad):
-    run_update(_adagrad_part, w, *head(flat(w), flat(g), scalars, grad, zero_grad),
-               flat(accumulator), f32_bits(epsilon))
+    run_update(_adagrad_part, head(w, g, scalars, grad, zero_grad), (accumulator,),
+               (epsilon,))

@@ -12,8 +12,8 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_1d, f32_bits, from_f32_bits, lazy_part
-from kernels_numba.cpu.optim import HEAD, _grad_at, flat, head, part_range, run_update, unpack_head
+from kernels_numba.cpu._parallel import f32_1d, from_f32_bits, lazy_part
+from kernels_numba.cpu.optim import _grad_at, head, part_range, run_update, unpack_head
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -97,20 +97,20 @@ _lion_step = numba.njit(inline="always")(lion_step)
 _ftrl_step = numba.njit(inline="always")(ftrl_step)
 
 
-# One part per update (kernels_numba.cpu.optim's argument head, then two slots and the
-# constant hyperparameters as float32 bits c0, c1, c2 from HEAD + 4).
+# One part per update (kernels_numba.cpu.optim's argument layout with two slots, then
+# three constant hyperparameters as float32 bits c0, c1, c2).
 
 
 @numba.njit(inline="always")
 def _unpack(a):
-    return f32_1d(a, HEAD), f32_1d(a, HEAD + 2), from_f32_bits(a[HEAD + 4]), \
-        from_f32_bits(a[HEAD + 5]), from_f32_bits(a[HEAD + 6])
+    return f32_1d(a, 10), f32_1d(a, 12), from_f32_bits(a[17]), from_f32_bits(a[18]), \
+        from_f32_bits(a[19])
 
 
 @lazy_part
 def _nadam_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    a = numba.carray(args, 20)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
     m, v, beta_1, beta_2, epsilon = _unpack(a)
     lr, u_next, den_next, one_minus_u, den, bias_2, decay = s[0], s[1], s[2], s[3], s[4], \
         s[5], s[6]
@@ -125,8 +125,8 @@ def _nadam_part(args, p, parts):
 
 @lazy_part
 def _adamax_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    a = numba.carray(args, 20)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
     m, u, beta_1, beta_2, epsilon = _unpack(a)
     lr, bias_1, decay = s[0], s[1], s[2]
     i0, i1 = part_range(w.size, p, parts)
@@ -139,8 +139,8 @@ def _adamax_part(args, p, parts):
 
 @lazy_part
 def _adadelta_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    a = numba.carray(args, 20)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
     acc, delta, rho, epsilon, _ = _unpack(a)
     lr, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
@@ -153,8 +153,8 @@ def _adadelta_part(args, p, parts):
 
 @lazy_part
 def _lion_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    a = numba.carray(args, 20)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
     m, _, beta_1, beta_2, _ = _unpack(a)
     lr, decay = s[0], s[1]
     i0, i1 = part_range(w.size, p, parts)
@@ -167,8 +167,8 @@ def _lion_part(args, p, parts):
 
 @lazy_part
 def _ftrl_part(args, p, parts):
-    a = numba.carray(args, HEAD + 7)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a)
+    a = numba.carray(args, 20)
+    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
     acc, linear, power, l1, two_shrink = _unpack(a)
     lr, two_l2, decay = s[0], s[1], s[2]
     i0, i1 = part_range(w.size, p, parts)
@@ -179,9 +179,9 @@ def _ftrl_part(args, p, parts):
             g[i] = _ZERO
 
 
-def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=0.0, c2=0.0):
-    run_update(part, w, *head(flat(w), flat(g), scalars, grad, zero_grad), flat(slot_a),
-               flat(slot_b), f32_bits(c0), f32_bits(c1), f32_bits(c2))
+def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=_ZERO, c2=_ZERO):
+    run_update(part, head(w, g, scalars, grad, zero_grad), (slot_a, slot_b),
+               (np.float32(c0), np.float32(c1), np.float32(c2)))
 
 
 def nadam_update(w, g, m, v, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):

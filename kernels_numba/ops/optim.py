@@ -120,7 +120,7 @@ class StepScalars:
         self._turn = (self._turn + 1) % len(self._hosts)
 
 
-_scratch = {}  # device -> StepScalars for by-value calls
+_scratch = {}  # (device, size) -> the buffer of by-value calls
 
 
 def _scalars(op, w, scalars, fill, **values):
@@ -136,14 +136,14 @@ def _scalars(op, w, scalars, fill, **values):
         _check.same_device(op, w=w, scalars=scalars)
         return scalars
     device = kdevice.device_of(w)
-    scratch = _scratch.get(device)
-    if scratch is None:
-        scratch = _scratch[device] = StepScalars(16, device)
+    view = _scratch.get((device, len(names)))
+    if view is None:  # one buffer per device and size, so the CPU twin's packing is reused
+        view = _scratch[(device, len(names))] = kdevice.zeros((len(names),), np.float32, device)
+    if device == kdevice.CPU:
+        fill(view, **values)  # the CPU runs synchronously: the last call is done with it
+        return view
     host = np.empty((len(names),), np.float32)
     fill(host, **values)
-    if device == kdevice.CPU:
-        return host  # a fresh array: nothing else reads it
-    view = scratch.buffer[:len(names)]
     kdevice.copy_from_host(view, host)  # synchronous: ordered after earlier launches
     return view
 

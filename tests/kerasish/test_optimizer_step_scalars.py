@@ -64,9 +64,11 @@ def _record(monkeypatch, device, calls):
             monkeypatch.setattr(module, "launch", launch)
         return
 
-    def run_update(part, w, *entries, _run=cpu_optim.run_update):
-        calls.append((part.py_func.__name__, tuple(pack(*entries).tolist())))
-        _run(part, w, *entries)
+    def run_update(part, head, slots, constants, _run=cpu_optim.run_update):
+        arrays, entries = head[0] + tuple(slots), head[1] + tuple(constants)
+        packed = pack(*[a.reshape(a.size) for a in arrays], *entries)
+        calls.append((part.py_func.__name__, tuple(packed.tolist())))
+        _run(part, head, slots, constants)
 
     for module in (cpu_optim, cpu_optim_more):
         monkeypatch.setattr(module, "run_update", run_update)
