@@ -89,7 +89,7 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
                  classes=1000, classifier_activation="softmax", weights_name=None):
     """Keras's EfficientNet builder: widths and depths scaled from the B0 stages."""
     blocks_args = DEFAULT_BLOCKS_ARGS if blocks_args == "default" else blocks_args
-    model = name
+    model = f"EfficientNet{weights_name.upper()}" if weights_name else name
     iu.check_weights(model, weights, include_top, classes)
     iu.check_pooling(model, pooling)
     if weights == "imagenet" and weights_name not in WEIGHTS_HASHES:

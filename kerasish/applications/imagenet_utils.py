@@ -161,9 +161,9 @@ def load_weights(model, model_name, weights, fname, origin, file_hash=None):
                                        file_hash=file_hash)
         except OSError as e:  # DownloadError and a cache that cannot be written
             raise OSError(
-                f"{model_name}: could not download the ImageNet weights {fname!r} from "
-                f"{origin} ({e}). Without internet access, download that file on another "
-                f"machine, copy it here and pass its local path instead: "
+                f"{model_name}: could not download the ImageNet weights ({e}). Without "
+                f"internet access, download {origin} on another machine, copy it here and "
+                f"pass its local path instead: "
                 f"{model_name}(weights='/path/to/{fname}', ...)") from e
     else:
         path = os.fspath(weights)

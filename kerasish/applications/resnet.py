@@ -48,7 +48,8 @@ def ResNet(stack_fn, preact, use_bias, include_top=True, weights="imagenet",
            classifier_activation="softmax", name="resnet", weights_name=None):
     """The ResNet stem, `stack_fn`'s stages and the top (Keras's ResNet builder; only
     the v1 stacks are provided here)."""
-    model = weights_name or name
+    model = {"resnet50": "ResNet50", "resnet101": "ResNet101",
+             "resnet152": "ResNet152"}.get(weights_name, name)
     iu.check_weights(model, weights, include_top, classes)
     iu.check_pooling(model, pooling)
     input_shape = iu.obtain_input_shape(input_shape, 224, min_size=32,
