@@ -131,12 +131,14 @@ class Conv2D(Layer):
 
     def backward(self, dx, dy, x, y):
         n = x.shape[0]
-        if self.activation != "linear":
-            z = None if self.activation in activations.FUSABLE else self.scratch_view("z", n)
-            ops.activation_backward(dy, dy, z, y, kind=self.activation,
-                                    alpha=activations.alpha(self.activation))
+        act = self.activation
+        if act not in activations.FUSABLE:
+            ops.activation_backward(dy, dy, self.scratch_view("z", n), y, kind=act,
+                                    alpha=activations.alpha(act))
+            act = "linear"
         ws = self._workspace(n)
-        kw = self._geometry()
+        # relu/sigmoid/tanh: both backward GEMMs read dy * f'(y) (no extra pass).
+        kw = {**self._geometry(), "activation": act, "y": None if act == "linear" else y}
         if self.trainable:
             ops.conv2d_backward_filter(self.kernel.grad, self.bias.grad if self.use_bias else None,
                                        dy, x, ws, columns_ready=self._columns_ready, **kw)

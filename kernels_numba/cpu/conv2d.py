@@ -17,6 +17,7 @@ GEMMs go through kernels_numba.cpu.gemm.
 import numba
 import numpy as np
 
+from kernels_numba.cpu.dense import masked_grad
 from kernels_numba.cpu.gemm import gemm
 from kernels_numba.ops.conv2d import conv_plan
 
@@ -186,11 +187,11 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
 
 
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
-                         dilation_rate=(1, 1)):
+                         dilation_rate=(1, 1), activation="linear", y=None):
     n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
         dx.shape, w.shape, strides, padding, dilation_rate)
     m, k = n * ho * wo, kh * kw * c
-    dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
+    dy2, w2 = masked_grad(dy, y, activation).reshape(m, f), w.reshape(k, f)
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
         gemm(dx.reshape(m, k), dy2, w2.T)
         return
@@ -200,11 +201,12 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False, dilation_rate=(1, 1)):
+                           columns_ready=False, dilation_rate=(1, 1), activation="linear",
+                           y=None):
     n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, rh, rw = conv_plan(
         x.shape, dw.shape, strides, padding, dilation_rate)
     m, k = n * ho * wo, kh * kw * c
-    dy2 = dy.reshape(m, f)
+    dy2 = masked_grad(dy, y, activation).reshape(m, f)
     geom = (kh, kw, sh, sw, pt, pl, ho, wo, rh, rw)
     col = _columns(workspace, x, m, k, geom, build=not columns_ready)
     gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)

@@ -12,7 +12,8 @@ import numba
 import numpy as np
 
 from kernels_numba.cpu._parallel import f32_1d, f32_2d, lazy_part, pack, run_parts
-from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, act_forward_scalar
+from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, act_forward_scalar, \
+    activation_backward
 from kernels_numba.cpu.gemm import gemm, product_scratch
 from kernels_numba.ops.activation import KIND_CODES
 
@@ -57,6 +58,15 @@ def _add_column_sums(db, dy):
         db[j] += acc[j]
 
 
+def masked_grad(dy, y, activation):
+    """dy * f'(y) in this thread's product scratch (dy itself is left unchanged)."""
+    if activation == "linear" or dy.size == 0:
+        return dy
+    out = product_scratch(dy.shape)
+    activation_backward(out, dy, None, y, kind=activation)
+    return out
+
+
 def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, workspace=None):
     if c.size == 0:
         return
@@ -89,7 +99,8 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
             _bias_activation_part.serial(args)
 
 
-def dense_backward(dx, dw, db, dy, x, w, workspace=None):
+def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
+    dy = masked_grad(dy, y, activation)
     if dx is not None:
         gemm(dx, dy, w.T)
     gemm(dw, x.T, dy, accumulate=True)

@@ -5,14 +5,15 @@ in the workspace; w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
   forward:          y(M, F)    = col @ w, then bias + activation (one pass)
   backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (a gather, no atomics)
   backward-filter:  dw(K, F)  += col.T @ dy (GEMM with beta = 1); db += column sums of dy
+                    as the same GEMM's extra output row
+With a forward activation, both backward GEMMs read dy * f'(y) (masked as loaded).
 A 1x1, stride-1 convolution skips im2col: col is x itself.
 """
 
 from numba import float32
 
 from kernels_numba._cuda import cuda, grid_1d, kernel, launch
-from kernels_numba.gpu.dense import gemm, matmul
-from kernels_numba.gpu.reduction import column_sums_into
+from kernels_numba.gpu.dense import gemm
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
@@ -106,23 +107,33 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
     gemm(y.reshape(m, f), col, w.reshape(k, f), b, act=KIND_CODES[activation])
 
 
+def _mask(y, m, f, activation):
+    """(g, gact, gop) arguments of gemm masking its A operand (dy) by f'(y)."""
+    code = KIND_CODES[activation]
+    if y is None or code == KIND_CODES["linear"]:
+        return None, code, 0
+    return y.reshape(m, f), code, 1
+
+
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
-                         dilation_rate=(1, 1)):
+                         dilation_rate=(1, 1), activation="linear", y=None):
     m, k, f, geom, pointwise = _geometry(dx.shape, w.shape, strides, padding, dilation_rate)
     if m == 0:
         return
     dy2, w2 = dy.reshape(m, f), w.reshape(k, f)
+    g, gact, gop = _mask(y, m, f, activation)
     if pointwise:
-        matmul(dx.reshape(m, k), dy2, w2, trans_b=True)
+        gemm(dx.reshape(m, k), dy2, w2, trans_b=True, g=g, gact=gact, gop=gop)
         return
     dcol = workspace[: m * k].reshape(m, k)
-    matmul(dcol, dy2, w2, trans_b=True)
+    gemm(dcol, dy2, w2, trans_b=True, g=g, gact=gact, gop=gop)
     grid, block = _grid(dx.size)
     launch(_col2im_kernel, grid, block, dx, dcol, *geom)
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False, dilation_rate=(1, 1)):
+                           columns_ready=False, dilation_rate=(1, 1), activation="linear",
+                           y=None):
     m, k, f, geom, pointwise = _geometry(x.shape, dw.shape, strides, padding, dilation_rate)
     if m == 0:
         return
@@ -134,6 +145,7 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
         col = _im2col(workspace, x, m, k, geom)
     dy2 = dy.reshape(m, f)
     scratch = workspace[m * k:]  # behind the columns, which the GEMM still reads
-    matmul(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0, workspace=scratch)
-    if db is not None:
-        column_sums_into(db, dy2, scratch)
+    g, gact, gop = _mask(y, m, f, activation)
+    # dw += col.T @ dy and db += column sums of dy: one GEMM (db is its extra row).
+    gemm(dw.reshape(k, f), col, dy2, trans_a=True, beta=1.0, workspace=scratch, db=db,
+         g=g, gact=gact, gop=2 if gop else 0)

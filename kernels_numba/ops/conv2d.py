@@ -6,15 +6,16 @@ pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total // 2, th
 rest after). `dilation_rate` (dh, dw) spaces the kernel taps: a KH x KW kernel spans
 dh*(KH-1)+1 rows and dw*(KW-1)+1 columns (Keras's atrous convolution). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
 `workspace` (sized by `conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column
-matrix, then the CUDA backward-filter's deterministic reduction scratch (dw's split-K
-partials, then db's row-block partials).
+matrix, then the CUDA backward-filter's deterministic split-K partials (dw with db as
+one extra output row of the same GEMM).
+Backward ops take the forward's `activation` and output `y`: dy is then the gradient
+wrt the conv OUTPUT, and f'(y) is applied as the GEMMs read dy (dy is not modified).
 Conventions: outputs first; ops never allocate; dw/db accumulate (+=), dx overwrites.
 """
 
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
-from kernels_numba.ops.dense import matmul_workspace_shape
-from kernels_numba.ops.reduction import batch_sum_workspace_shape
+from kernels_numba.ops.dense import weight_grad_workspace_shape
 
 __all__ = [
     "conv2d_output_shape",
@@ -104,14 +105,14 @@ def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid",
                            dilation_rate=(1, 1)):
     """(S,): the 1-D float32 scratch all three conv2d ops need.
 
-    S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C) + max(dw's split-K partials
-    (splits*K*F, ops.dense.matmul_workspace_shape), db's row-block partials).
+    S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C) + the split-K partials of
+    dw with db's row (splits*(K+1)*F, ops.dense.weight_grad_workspace_shape).
     """
     ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding,
                        dilation_rate)
     k = w_shape[0] * w_shape[1] * w_shape[2]
     m, f = x_shape[0] * ho * wo, w_shape[3]
-    scratch = max(matmul_workspace_shape(k, f, m)[0], batch_sum_workspace_shape((m, f))[0])
+    scratch = weight_grad_workspace_shape(k, f, m)[0]
     return (m * k + scratch,)
 
 
@@ -154,28 +155,34 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
 
 
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
-                         dilation_rate=(1, 1)):
-    """dx = d(conv2d(x, w)) / dx applied to dy (overwritten).
+                         dilation_rate=(1, 1), activation="linear", y=None):
+    """dx = d(activation(conv2d(x, w) + b)) / dx applied to dy (overwritten).
 
     Args:
         dx: (N, H, W, C) float32, output (overwritten).
-        dy: (N, Ho, Wo, F) float32, gradient wrt the conv output (pre-activation).
+        dy: (N, Ho, Wo, F) float32, gradient wrt the output y (wrt the pre-activation
+            when activation is "linear").
         w: (KH, KW, C, F) float32.
         workspace: (S,) float32 scratch, S from `conv2d_workspace_shape`.
+        activation: the forward's "linear", "relu", "sigmoid" or "tanh".
+        y: (N, Ho, Wo, F) float32, the forward output (unless activation is linear).
     """
     op = "conv2d_backward_data"
     x_shape = _check.array(op, "dx", dx, ndim=4)
     w_shape = _check.array(op, "w", w, ndim=4)
     out = conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate)
     _check.array(op, "dy", dy, shape=out)
+    y = _output(op, activation, y, out)
     _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate)
-    fn = impl(op, FAMILY, dx=dx, dy=dy, w=w, workspace=workspace)
-    fn(dx, dy, w, workspace, strides=strides, padding=padding, dilation_rate=dilation_rate)
+    fn = impl(op, FAMILY, dx=dx, dy=dy, w=w, workspace=workspace, y=y)
+    fn(dx, dy, w, workspace, strides=strides, padding=padding, dilation_rate=dilation_rate,
+       activation=activation, y=y)
 
 
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
-                           columns_ready=False, dilation_rate=(1, 1)):
-    """dw += d/dw, db += d/db of conv2d applied to dy (both accumulate).
+                           columns_ready=False, dilation_rate=(1, 1), activation="linear",
+                           y=None):
+    """dw += d/dw, db += d/db of activation(conv2d + b) applied to dy (both accumulate).
 
     conv2d_forward leaves the column matrix of x in the workspace; pass
     columns_ready=True when nothing has written the workspace since the forward of
@@ -184,9 +191,12 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     Args:
         dw: (KH, KW, C, F) float32, accumulated.
         db: (F,) float32 or None, accumulated.
-        dy: (N, Ho, Wo, F) float32, gradient wrt the conv output (pre-activation).
+        dy: (N, Ho, Wo, F) float32, gradient wrt the output y (wrt the pre-activation
+            when activation is "linear").
         x: (N, H, W, C) float32, the forward input.
         workspace: (S,) float32 scratch, S from `conv2d_workspace_shape`.
+        activation: the forward's "linear", "relu", "sigmoid" or "tanh".
+        y: (N, Ho, Wo, F) float32, the forward output (unless activation is linear).
     """
     op = "conv2d_backward_filter"
     x_shape = _check.array(op, "x", x, ndim=4)
@@ -195,13 +205,26 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     _check.array(op, "dy", dy, shape=out)
     if db is not None:
         _check.array(op, "db", db, shape=(w_shape[3],))
+    y = _output(op, activation, y, out)
     _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate)
-    fn = impl(op, FAMILY, dw=dw, db=db, dy=dy, x=x, workspace=workspace)
+    fn = impl(op, FAMILY, dw=dw, db=db, dy=dy, x=x, workspace=workspace, y=y)
     if not isinstance(columns_ready, bool):
         raise TypeError(f"{op}: expected columns_ready to be a bool; received "
                         f"{type(columns_ready).__name__}")
     fn(dw, db, dy, x, workspace, strides=strides, padding=padding, columns_ready=columns_ready,
-       dilation_rate=dilation_rate)
+       dilation_rate=dilation_rate, activation=activation, y=y)
+
+
+def _output(op, activation, y, shape):
+    """The forward output y the backward ops need for a non-linear activation (else None)."""
+    _check.choice(op, "activation", activation, ACTIVATIONS)
+    if activation == "linear":
+        return None
+    if y is None:
+        raise ValueError(f"{op}: expected y (the forward output, shape {shape}) with "
+                         f"activation={activation!r}; received y=None")
+    _check.array(op, "y", y, shape=shape)
+    return y
 
 
 def conv2d_output_shape_for(op, x_shape, w_shape, strides, padding, dilation_rate=(1, 1)):

@@ -6,8 +6,9 @@ kernel on CUDA, BLAS on the CPU. Parameter gradients (dw, db) accumulate (+=); t
 input gradient dx is overwritten.
 
 Deterministic on CUDA: a GEMM with a small output and a long K (weight gradients)
-splits K over blocks that store partial products in a workspace, added in split
-order by a second kernel; bias gradients add per-row-block partials in order. The
+splits K over blocks that store partial products in a workspace; the last block of
+each output tile adds them in split order (no second launch, no float atomics). The
+bias gradient is an extra output row of the weight-gradient GEMM. The
 optional `workspace` (1-D float32, sized by `matmul_workspace_shape` /
 `dense_backward_workspace_shape`) holds them; when omitted the CUDA path uses a
 process-wide scratch buffer allocated on first use. The CPU twins ignore it.
@@ -18,10 +19,9 @@ import numpy as np
 from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
-from kernels_numba.ops.reduction import batch_sum_workspace_shape
 
 __all__ = ["matmul", "matmul_workspace_shape", "dense_forward", "dense_backward",
-           "dense_backward_workspace_shape"]
+           "dense_backward_workspace_shape", "weight_grad_workspace_shape"]
 FAMILY = "dense"
 
 # Activations the dense epilogue can fuse (a subset of ops.activation's kinds).
@@ -68,13 +68,18 @@ def matmul_workspace_shape(m, n, k):
     return (s * m * n if s > 1 else 1,)
 
 
+def weight_grad_workspace_shape(m, n, k):
+    """(S,) float32 for a weight-gradient GEMM of an (m, n) dw over k that also
+    computes db (one extra output row): its split-K partials, or (1,) unsplit."""
+    s = split_k(m + 1, n, k)
+    return (s * (m + 1) * n if s > 1 else 1,)
+
+
 def dense_backward_workspace_shape(x_shape, w_shape):
-    """(S,) float32 for dense_backward: dw's split-K partials, then (reused, in turn)
-    db's row-block partials."""
+    """(S,) float32 for dense_backward: the split-K partials of dw with db's row."""
     n, f_in = x_shape
     f_out = w_shape[1]
-    return (max(matmul_workspace_shape(f_in, f_out, n)[0],
-                batch_sum_workspace_shape((n, f_out))[0]),)
+    return weight_grad_workspace_shape(f_in, f_out, n)
 
 
 def _workspace(op, workspace):
@@ -131,8 +136,13 @@ def dense_forward(y, x, w, b=None, *, activation="linear"):
     impl(op, FAMILY, y=y, x=x, w=w, b=b)(y, x, w, b, activation=activation)
 
 
-def dense_backward(dx, dw, db, dy, x, w, workspace=None):
-    """Gradients of y = x @ w + b given dy, the gradient wrt the pre-activation.
+def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
+    """Gradients of y = activation(x @ w + b) given dy.
+
+    With activation "linear", dy is the gradient wrt x @ w + b. With "relu", "sigmoid"
+    or "tanh", dy is the gradient wrt the OUTPUT y (pass y, the forward output): the
+    activation's derivative f'(y) is applied as dy is read (fused into the CUDA GEMMs;
+    the CPU twin masks into a scratch copy). dy is never modified.
 
     Args:
         dx: (N, F_in) float32, overwritten with dy @ w.T; None to skip.
@@ -142,6 +152,8 @@ def dense_backward(dx, dw, db, dy, x, w, workspace=None):
         x: (N, F_in) float32, the forward input.
         w: (F_in, F_out) float32, the kernel.
         workspace: optional (S,) float32 scratch, S from dense_backward_workspace_shape.
+        activation: "linear", "relu", "sigmoid" or "tanh": the forward's activation.
+        y: (N, F_out) float32, the forward output; required unless activation is linear.
     """
     op = "dense_backward"
     n, f_in = _check.array(op, "x", x, ndim=2)
@@ -152,6 +164,14 @@ def dense_backward(dx, dw, db, dy, x, w, workspace=None):
         _check.array(op, "dx", dx, shape=(n, f_in))
     if db is not None:
         _check.array(op, "db", db, shape=(f_out,))
+    _check.choice(op, "activation", activation, DENSE_ACTIVATIONS)
+    if activation != "linear":
+        if y is None:
+            raise ValueError(f"{op}: expected y (the forward output, shape {(n, f_out)}) "
+                             f"with activation={activation!r}; received y=None")
+        _check.array(op, "y", y, shape=(n, f_out))
+    else:
+        y = None
     ws = _workspace(op, workspace)
-    impl(op, FAMILY, dx=dx, dw=dw, db=db, dy=dy, x=x, w=w, workspace=ws)(
-        dx, dw, db, dy, x, w, ws)
+    impl(op, FAMILY, dx=dx, dw=dw, db=db, dy=dy, x=x, w=w, workspace=ws, y=y)(
+        dx, dw, db, dy, x, w, ws, activation=activation, y=y)

@@ -92,6 +92,54 @@ def test_backward_filter_accumulates(device, strides, padding):
     assert_close(host(db), exp_db, rtol=1e-4, atol=1e-4, what="db")
 
 
+@pytest.mark.parametrize("strides,padding", [((1, 1), "valid"), ((2, 2), "same")],
+                         ids=["s1-valid", "s2-same"])
+@pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh"])
+def test_backward_fused_activation(device, strides, padding, activation):
+    """dy wrt the OUTPUT y = f(conv + b): both backward ops apply f'(y) as they read dy
+    (finite differences through the activation); dy is left unchanged."""
+    x_shape = (2, 5, 7, 3)
+    x, w, b = randn(x_shape, seed=21), randn(W_SHAPE, seed=22), randn((2,), seed=23)
+    y_shape, ws = _buffers(device, x_shape, W_SHAPE, strides, padding)
+    dy = randn(y_shape, seed=24)
+    kw = {"strides": strides, "padding": padding}
+    y = on(device, np.zeros(y_shape, np.float32))
+    ops.conv2d_forward(y, *on(device, x, w, b), ws, activation=activation, **kw)
+    dw0, db0 = randn(W_SHAPE, seed=25), randn((2,), seed=26)
+    dw, db, dyd = on(device, dw0, db0, dy)
+    dx = on(device, np.full(x_shape, np.nan, np.float32))
+    ops.conv2d_backward_filter(dw, db, dyd, on(device, x), ws, columns_ready=True,
+                               activation=activation, y=y, **kw)
+    ops.conv2d_backward_data(dx, dyd, on(device, w), ws, activation=activation, y=y, **kw)
+    np.testing.assert_array_equal(host(dyd), dy)
+
+    def loss(x_, w_, b_):
+        return np.sum(conv_ref(x_, w_, b_, strides, padding, activation) * dy)
+
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    assert_close(host(dx), numeric_grad(lambda v: loss(v, w64, b64), x64), rtol=1e-4, atol=1e-4,
+                 what=f"dx {activation}")
+    assert_close(host(dw), dw0 + numeric_grad(lambda v: loss(x64, v, b64), w64), rtol=1e-4,
+                 atol=1e-4, what=f"dw {activation}")
+    assert_close(host(db), db0 + numeric_grad(lambda v: loss(x64, w64, v), b64), rtol=1e-4,
+                 atol=1e-4, what=f"db {activation}")
+
+
+def test_backward_needs_y_with_an_activation():
+    x, w = np.zeros(X_SHAPE, np.float32), np.zeros(W_SHAPE, np.float32)
+    y_shape, ws = _buffers("cpu", X_SHAPE, W_SHAPE, (1, 1), "valid")
+    dy = np.zeros(y_shape, np.float32)
+    with pytest.raises(ValueError, match=r"conv2d_backward_data: expected y \(the forward "
+                                         r"output, shape \(1, 3, 6, 2\)\) with activation='relu'"):
+        ops.conv2d_backward_data(x.copy(), dy, w, ws, activation="relu")
+    with pytest.raises(ValueError, match=r"conv2d_backward_filter: expected y.shape == "
+                                         r"\(1, 3, 6, 2\); received \(1, 3, 6, 3\)"):
+        ops.conv2d_backward_filter(w.copy(), None, dy, x, ws, activation="tanh",
+                                   y=np.zeros((1, 3, 6, 3), np.float32))
+    with pytest.raises(ValueError, match=r"conv2d_backward_filter: expected activation in"):
+        ops.conv2d_backward_filter(w.copy(), None, dy, x, ws, activation="elu", y=dy)
+
+
 def test_pointwise_conv_all_ops(device):
     # 1x1 stride-1 convolutions skip im2col on the CPU; check all three ops there.
     x_shape, w_shape = (1, 3, 5, 4), (1, 1, 4, 3)
@@ -114,11 +162,12 @@ def test_shapes():
     assert ops.conv2d_output_shape((2, 5, 7, 3), (3, 2, 3, 4), strides=(2, 2),
                                    padding="same") == (2, 3, 4, 4)
     assert ops.conv2d_output_shape((1, 5, 7, 3), (3, 2, 3, 4), strides=2) == (1, 2, 3, 4)
-    # columns (M=36 x K=18), then one row block of bias partials (4); K is not split
-    assert ops.conv2d_workspace_shape((2, 5, 7, 3), (3, 2, 3, 4)) == (2 * 3 * 6 * 18 + 4,)
+    # columns (M=36 x K=18), then the minimum scratch (1); K is not split
+    assert ops.conv2d_workspace_shape((2, 5, 7, 3), (3, 2, 3, 4)) == (2 * 3 * 6 * 18 + 1,)
     # the reference CNN's second conv: columns + 15 split-K partials of dw (288 x 64)
+    # with db as one extra row (289 x 64)
     assert ops.conv2d_workspace_shape((64, 13, 13, 32), (3, 3, 32, 64)) == \
-        (64 * 11 * 11 * 288 + 15 * 288 * 64,)
+        (64 * 11 * 11 * 288 + 15 * 289 * 64,)
 
 
 def _args(x_shape=X_SHAPE, w_shape=W_SHAPE, strides=(1, 1), padding="valid"):
@@ -150,7 +199,7 @@ def test_bad_arguments_name_the_op():
         ops.conv2d_forward(y, x.astype(np.float64), w, b, ws)
     with pytest.raises(ValueError, match="conv2d_forward: expected activation in"):
         ops.conv2d_forward(*_args(), activation="softmax")
-    with pytest.raises(ValueError, match=r"conv2d_forward: expected workspace.shape == \(326,\)"):
+    with pytest.raises(ValueError, match=r"conv2d_forward: expected workspace.shape == \(325,\)"):
         y, x, w, b, ws = _args()
         ops.conv2d_forward(y, x, w, b, ws[:10])
     with pytest.raises(ValueError, match=r"conv2d_backward_filter: expected db.shape == \(2,\)"):

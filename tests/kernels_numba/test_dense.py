@@ -86,9 +86,10 @@ def test_gemm_large_tile_kernels(trans_a, trans_b):
 @pytest.mark.cudasim
 @pytest.mark.parametrize("beta", [0.0, 1.0, -2.0])
 def test_gemm_split_k(beta):
-    """Split-K (gridDim.z blocks store partials in a workspace, a second kernel adds
-    them in split order), forced small; with a NaN-filled workspace (never read
-    before written) and bit-identical on a repeat (no atomics)."""
+    """Split-K (gridDim.z blocks store partials in a workspace, the last block of a
+    tile adds them in split order: ONE launch), forced small; with a NaN-filled
+    workspace (never read before written) and bit-identical on a repeat (no float
+    atomics; the tile counters are back to 0 for the second run)."""
     if not cuda_available():
         pytest.skip("CUDA kernels cannot run here")
     from kernels_numba import record_launches
@@ -103,7 +104,7 @@ def test_gemm_split_k(beta):
         with record_launches() as calls:
             gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, alpha=0.5,
                            beta=beta, splits=3, workspace=ws)
-        assert [r.name for r in calls] == ["_gemm_tn_t64_kernel", "_split_k_reduce_kernel"]
+        assert [r.name for r in calls] == ["_gemm_tn_t64_kernel"]
         assert calls[0].grid[2] == 3
         results.append(host(c))
     expected = 0.5 * _ref_product(a, b, True, False) + (beta * c0 if beta else 0.0)
@@ -140,9 +141,12 @@ def test_split_k_heuristic():
 def test_workspace_shapes():
     assert ops.matmul_workspace_shape(288, 64, 7744) == (15 * 288 * 64,)
     assert ops.matmul_workspace_shape(64, 10, 64) == (1,)  # no split: no partials
-    # dense at batch 64: one row block, no split -> the minimum; batch 1000: 8 row blocks
-    assert ops.dense_backward_workspace_shape((64, 1600), (1600, 64)) == (64,)
-    assert ops.dense_backward_workspace_shape((1000, 20), (20, 10)) == (8 * 10,)
+    # dense_backward: dw plus db's extra row; batch 64 does not split, long K does
+    assert ops.dense_backward_workspace_shape((64, 1600), (1600, 64)) == (1,)
+    from kernels_numba.ops.dense import split_k
+
+    s = split_k(21, 10, 100000)
+    assert s > 1 and ops.dense_backward_workspace_shape((100000, 20), (20, 10)) == (s * 21 * 10,)
 
 
 # dense_forward / dense_backward
@@ -205,6 +209,89 @@ def test_dense_backward_bias_grad_many_rows(device):
     assert_close(host(db), 1.0 + dy.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4, what="db")
 
 
+@pytest.mark.cudasim
+@pytest.mark.parametrize("splits", [1, 3])
+def test_gemm_bias_row_and_split_k_one_launch(splits):
+    """db as the weight-gradient GEMM's extra row, split or not: one launch, bit-identical
+    on a repeat, c and db accumulated with beta; M a multiple of the tile (the db row
+    opens a new row block)."""
+    if not cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba import record_launches
+    from kernels_numba.gpu import dense as gpu_dense
+
+    for m in (5, 64):
+        a, b = _operands(m, 7, 45, True, False, seed=21)
+        c0, db0 = randn((m, 7), seed=22), randn((7,), seed=23)
+        results = []
+        for _ in range(2):
+            c, db = on("cuda", c0), on("cuda", db0)
+            ws = on("cuda", np.full(3 * (m + 1) * 7, np.nan, np.float32))
+            with record_launches() as calls:
+                gpu_dense.gemm(c, on("cuda", a), on("cuda", b), trans_a=True, beta=1.0,
+                               splits=splits, workspace=ws, db=db)
+            assert len(calls) == 1 and calls[0].grid[2] == splits
+            results.append((host(c), host(db)))
+        assert_close(results[0][0], c0 + _ref_product(a, b, True, False), what=f"dw m={m}")
+        assert_close(results[0][1], db0 + b.astype(np.float64).sum(axis=0), what=f"db m={m}")
+        for got, again in zip(*results):
+            np.testing.assert_array_equal(got, again)
+    assert int(host(gpu_dense._tile_counters(1)).max()) == 0  # counters left at 0
+
+
+def _act_grad(activation, z):
+    y = ACTS[activation](z)
+    return {"linear": np.ones_like(z), "relu": (z > 0).astype(np.float64),
+            "sigmoid": y * (1 - y), "tanh": 1 - y * y}[activation]
+
+
+@pytest.mark.parametrize("activation", list(ACTS))
+@pytest.mark.parametrize("shape", [(1, 3, 2), (5, 4, 3), (3, 66, 70)], ids=str)
+def test_dense_backward_fused_activation(device, shape, activation):
+    """dy wrt the OUTPUT y: f'(y) applied inside the GEMMs; finite differences of
+    sum(activation(x @ w + b) * dy); dy left unchanged."""
+    n, f_in, f_out = shape
+    x, w, b = randn((n, f_in), seed=1), randn((f_in, f_out), seed=2), randn((f_out,), seed=3)
+    dy = randn((n, f_out), seed=4)
+    dw0, db0 = randn((f_in, f_out), seed=5), randn((f_out,), seed=6)
+    x64, w64, b64 = (v.astype(np.float64) for v in (x, w, b))
+
+    def loss(x_, w_, b_):
+        return np.sum(ACTS[activation](x_ @ w_ + b_) * dy)
+
+    y = on(device, np.zeros((n, f_out), np.float32))
+    ops.dense_forward(y, on(device, x), on(device, w), on(device, b), activation=activation)
+    dx = on(device, np.full((n, f_in), np.nan, np.float32))
+    dw, db, dy_d = on(device, dw0), on(device, db0), on(device, dy)
+    ops.dense_backward(dx, dw, db, dy_d, on(device, x), on(device, w), activation=activation,
+                       y=y)
+    np.testing.assert_array_equal(host(dy_d), dy)
+    if max(shape) < 10:
+        gx = numeric_grad(lambda v: loss(v, w64, b64), x64)
+        gw = numeric_grad(lambda v: loss(x64, v, b64), w64)
+        gb = numeric_grad(lambda v: loss(x64, w64, v), b64)
+    else:  # analytic float64 reference for the larger shape
+        dz = dy * _act_grad(activation, x64 @ w64 + b64)
+        gx, gw, gb = dz @ w64.T, x64.T @ dz, dz.sum(axis=0)
+    assert_close(host(dx), gx, rtol=1e-4, atol=1e-4, what=f"dx {activation}")
+    assert_close(host(dw), dw0 + gw, rtol=1e-4, atol=1e-4, what=f"dw {activation}")
+    assert_close(host(db), db0 + gb, rtol=1e-4, atol=1e-4, what=f"db {activation}")
+
+
+def test_dense_backward_fused_relu_propagates_nan(device):
+    # A NaN output (from a NaN input) gives NaN gradients, as ops.activation_backward.
+    x, w = randn((2, 3), seed=1), randn((3, 2), seed=2)
+    y = np.maximum(x @ w, 0).astype(np.float32)
+    y[1, 0] = np.nan
+    dw, db = on(device, np.zeros((3, 2), np.float32)), on(device, np.zeros(2, np.float32))
+    dx = on(device, np.zeros((2, 3), np.float32))
+    ops.dense_backward(dx, dw, db, on(device, np.ones((2, 2), np.float32)), on(device, x),
+                       on(device, w), activation="relu", y=on(device, y))
+    assert np.isnan(host(db)[0]) and np.isfinite(host(db)[1])
+    assert np.isnan(host(dx)[1]).all() and np.isfinite(host(dx)[0]).all()
+    assert np.isnan(host(dw)[:, 0]).all()
+
+
 # errors
 # (The quotes around "?" are optional: _check renders unknown dims as '?' today.)
 
@@ -237,6 +324,13 @@ BAD_CALLS = [
      lambda: ops.dense_backward(Z((4, 10), F32), W.copy(), None, Y, X, W)),
     (ValueError, r"dense_backward: expected db.shape == \(10,\)",
      lambda: ops.dense_backward(None, W.copy(), Z(4, F32), Y, X, W)),
+    (ValueError, r"dense_backward: expected y \(the forward output, shape \(4, 10\)\)",
+     lambda: ops.dense_backward(None, W.copy(), None, Y, X, W, activation="relu")),
+    (ValueError, r"dense_backward: expected y.shape == \(4, 10\); received \(4, 9\)",
+     lambda: ops.dense_backward(None, W.copy(), None, Y, X, W, activation="relu",
+                                y=Z((4, 9), F32))),
+    (ValueError, r"dense_backward: expected activation in \['linear', .*received 'elu'",
+     lambda: ops.dense_backward(None, W.copy(), None, Y, X, W, activation="elu", y=Y)),
 ]
 
 
