@@ -48,6 +48,25 @@ class Dense(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
+        self._defer_softmax = False
+
+    def defer_softmax(self, flag=True):
+        """Leave a softmax output to a fused loss op (ops.softmax_sparse_ce_train).
+
+        When set (softmax layers only), a training forward writes only the logits, into
+        `logits_view(n)`, and leaves y to the loss op, which also produces the gradient
+        wrt the logits: backward then takes dy as that gradient (no softmax backward).
+        Inference forwards still apply the softmax.
+        """
+        flag = bool(flag)
+        if flag and self.activation != "softmax":
+            raise ValueError(f"Dense {self.name}: defer_softmax needs activation='softmax'; "
+                             f"received activation={self.activation!r}")
+        self._defer_softmax = flag
+
+    def logits_view(self, n):
+        """The (n, units) logits a deferred-softmax training forward wrote (2-D input)."""
+        return self.scratch_view("z", n)
 
     def build(self, input_shape):
         self.kernel = self.add_weight("kernel", (input_shape[-1], self.units),
@@ -81,23 +100,31 @@ class Dense(Layer):
         else:
             z = self.scratch_view("z", y2.shape[0])
             ops.dense_forward(z, x2, self.kernel.value, b)
+            if training and self._defer_softmax:
+                return  # the fused loss op writes y from the logits in z
             ops.activation_forward(y2, z, kind=self.activation,
                                    alpha=activations.alpha(self.activation))
 
     def backward(self, dx, dy, x, y):
         x2, y2, dy2 = self._rows(x, x.shape[x.ndim - 1]), self._rows(y, self.units), \
             self._rows(dy, self.units)
-        if self.activation != "linear":
-            z = None if self._fused() else self.scratch_view("z", y2.shape[0])
-            ops.activation_backward(dy2, dy2, z, y2, kind=self.activation,
-                                    alpha=activations.alpha(self.activation))
+        # relu/sigmoid/tanh: f'(y) is applied inside the backward GEMMs (no extra pass);
+        # a deferred softmax's dy is already the gradient wrt the logits.
+        act = "linear" if self._defer_softmax else self.activation
+        if act != "linear" and not self._fused():
+            ops.activation_backward(dy2, dy2, self.scratch_view("z", y2.shape[0]), y2,
+                                    kind=act, alpha=activations.alpha(act))
+            act = "linear"
         dx2 = None if dx is None else self._rows(dx, x.shape[x.ndim - 1])
         if not self.trainable:  # frozen: dx only, the weights have no gradient buffers to touch
             if dx2 is not None:
+                if act != "linear":
+                    ops.activation_backward(dy2, dy2, None, y2, kind=act)
                 ops.matmul(dx2, dy2, self.kernel.value, trans_b=True)
             return
         ops.dense_backward(dx2, self.kernel.grad, self.bias.grad if self.use_bias else None,
-                           dy2, x2, self.kernel.value)
+                           dy2, x2, self.kernel.value, activation=act,
+                           y=None if act == "linear" else y2)
 
     def get_config(self):
         config = super().get_config()

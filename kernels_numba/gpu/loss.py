@@ -3,14 +3,21 @@
 The math is kernels_numba.cpu.loss's `*_row` / `*_grad` functions compiled as
 device functions (one formula for both devices). Row losses run one thread per
 sample (grid-stride over N); the pointwise gradients (BCE, BCE from logits, MSE)
-run one thread per element.
+run one thread per element. `softmax_sparse_ce_train` (the fused training loss) also
+sums the row losses and argmax matches: a fixed tree per block, then, with several
+blocks, per-block partials that the last block to finish adds in block order (an
+int32 counter decides which block; no float atomics).
 """
 
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import SIMULATOR, cuda, device_function, grid_1d, kernel, launch
+from kernels_numba._cuda import SIMULATOR, ceil_div, cuda, device_function, grid_1d, kernel, \
+    launch
 from kernels_numba.cpu import loss as _math
+from kernels_numba.gpu.dense import _tile_counters
+from kernels_numba.gpu.reduction import BLOCK, block_sum, cached_scratch
+from kernels_numba.ops.loss import TRAIN_MAX_BLOCKS
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
@@ -39,6 +46,7 @@ _binary_ce_logits_forward_row = _device(_math.binary_ce_logits_forward_row)
 _binary_ce_logits_grad = _device(_math.binary_ce_logits_grad)
 _mse_forward_row = _device(_math.mse_forward_row)
 _mse_grad = _device(_math.mse_grad)
+_softmax_sparse_ce_train_row = _device(_math.softmax_sparse_ce_train_row)
 
 
 # kernels
@@ -112,6 +120,50 @@ def _pointwise_backward_kernel(dx, x, targets, coef, kind):
             dx[i] = _binary_ce_logits_grad(x[i], targets[i], coef)
         else:
             dx[i] = _mse_grad(x[i], targets[i], coef)
+
+
+@kernel(f"void({F32_2D}, {F32_2D}, {F32_1D}, {F32_1D}, {F32_2D}, {I32_1D}, float32, int32, "
+        f"{F32_1D}, int32[::1])")
+def _softmax_sparse_ce_train_kernel(probs, dlogits, loss_acc, match_acc, logits, labels, scale,
+                                    has_match, part, ctr):
+    buf = cuda.shared.array(BLOCK, float32)
+    last = cuda.shared.array(1, np.int32)
+    if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
+        return
+    tid = cuda.threadIdx.x
+    loss_sum = float32(0.0)
+    match_sum = float32(0.0)
+    for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
+        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n)
+        loss_sum += loss
+        match_sum += match
+    loss_sum = block_sum(buf, loss_sum)
+    match_sum = block_sum(buf, match_sum)
+    blocks = cuda.gridDim.x
+    if blocks > 1:  # uniform across the block: every thread takes the same branch
+        if tid == 0:
+            part[cuda.blockIdx.x] = loss_sum
+            part[blocks + cuda.blockIdx.x] = match_sum
+            cuda.threadfence()  # the partials are visible before the counter moves
+            last[0] = 0
+            if cuda.atomic.add(ctr, 0, 1) == blocks - 1:
+                last[0] = 1
+                ctr[0] = 0  # ready for the next launch
+        cuda.syncthreads()
+        if last[0] == 0:
+            return
+        cuda.threadfence()
+        loss_sum = float32(0.0)
+        match_sum = float32(0.0)
+        for i in range(tid, blocks, cuda.blockDim.x):  # fixed slots per thread, then a tree
+            loss_sum += part[i]
+            match_sum += part[blocks + i]
+        loss_sum = block_sum(buf, loss_sum)
+        match_sum = block_sum(buf, match_sum)
+    if tid == 0:
+        loss_acc[0] += loss_sum
+        if has_match:
+            match_acc[0] += match_sum
 
 
 # launchers
@@ -218,3 +270,15 @@ def mse_forward(loss, pred, targets):
 
 def mse_backward(dpred, pred, targets, *, scale):
     _pointwise_backward(dpred, pred, targets, scale, MSE)
+
+
+def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
+                            workspace=None):
+    n = probs.shape[0]
+    blocks = min(ceil_div(n, BLOCK), TRAIN_MAX_BLOCKS)
+    part = loss_acc
+    if blocks > 1:
+        part = cached_scratch(2 * blocks) if workspace is None else workspace
+    launch(_softmax_sparse_ce_train_kernel, blocks, BLOCK, probs, dlogits, loss_acc,
+           loss_acc if match_acc is None else match_acc, logits, labels, float32(scale),
+           np.int32(match_acc is not None), part, _tile_counters(1))

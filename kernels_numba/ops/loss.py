@@ -21,6 +21,8 @@ from kernels_numba import _check
 from kernels_numba.dispatch import impl
 
 __all__ = [
+    "softmax_sparse_ce_train",
+    "softmax_sparse_ce_train_workspace_shape",
     "softmax_cross_entropy_forward",
     "softmax_cross_entropy_backward",
     "softmax_categorical_cross_entropy_forward",
@@ -37,6 +39,8 @@ __all__ = [
     "mse_backward",
 ]
 FAMILY = "loss"
+# Blocks of the fused training loss on CUDA (their partial sums sit in the workspace).
+TRAIN_MAX_BLOCKS = 64
 
 
 def _classes(op, name, a):
@@ -307,3 +311,57 @@ from kernels_numba.ops import pointwise_loss as _pointwise_loss  # noqa: E402
 from kernels_numba.ops.pointwise_loss import *  # noqa: E402,F401,F403
 
 __all__ += _pointwise_loss.__all__
+
+
+def softmax_sparse_ce_train_workspace_shape(n):
+    """(S,) float32 for softmax_sparse_ce_train over n rows: per-block loss and match
+    partials (at most TRAIN_MAX_BLOCKS blocks; batch-sized n uses one block and none)."""
+    _check.positive_int("softmax_sparse_ce_train_workspace_shape", "n", n)
+    return (2 * TRAIN_MAX_BLOCKS,)
+
+
+def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
+                            workspace=None):
+    """One training step of softmax + sparse categorical CE, fused (one CUDA launch).
+
+    probs = softmax(logits) row-wise (as ops.activation_forward's softmax);
+    loss_acc[0] += sum_n -log(clip(probs[n, label] / sum(probs[n]), 1e-7, 1 - 1e-7))
+    (the row losses of sparse_categorical_crossentropy_forward); match_acc[0] +=
+    #{n: argmax(probs[n]) == labels[n]} (first maximum, as count_argmax_matches);
+    dlogits = scale * (probs - onehot(labels)) where the clip is inactive, 0 where it is
+    active (the gradient of the clipped loss through the softmax). A label outside
+    [0, K) gives a NaN loss (so loss_acc turns NaN), a zero gradient row and no match;
+    it is never used as an index. The sums are deterministic (fixed order).
+
+    Args:
+        probs: (N, K) float32 output (may be logits).
+        dlogits: (N, K) float32 output (may be logits, not probs).
+        loss_acc: (1,) float32, accumulated into.
+        match_acc: (1,) float32, accumulated into; None to skip the accuracy count.
+        logits: (N, K) float32.
+        labels: (N,) int32.
+        scale: gradient factor (1/N for a batch mean).
+        workspace: optional (S,) float32 scratch, S from
+            softmax_sparse_ce_train_workspace_shape (CUDA with many rows; the CPU ignores it).
+    """
+    op = "softmax_sparse_ce_train"
+    n, k = _classes(op, "logits", logits)
+    _check.array(op, "probs", probs, shape=(n, k))
+    _check.array(op, "dlogits", dlogits, shape=(n, k))
+    if dlogits is probs:
+        raise ValueError(f"{op}: expected dlogits to be a different buffer from probs "
+                         "(both are outputs); received the same array twice")
+    _check.array(op, "loss_acc", loss_acc, shape=(1,))
+    if match_acc is not None:
+        _check.array(op, "match_acc", match_acc, shape=(1,))
+    _labels(op, labels, n)
+    if workspace is not None:
+        (need,) = softmax_sparse_ce_train_workspace_shape(n)
+        got = _check.array(op, "workspace", workspace, ndim=1)
+        if got[0] < need:
+            raise ValueError(f"{op}: expected workspace.shape == ({need},) (or larger); "
+                             f"received {got}")
+    fn = impl(op, FAMILY, probs=probs, dlogits=dlogits, loss_acc=loss_acc, match_acc=match_acc,
+              logits=logits, labels=labels, workspace=workspace)
+    fn(probs, dlogits, loss_acc, match_acc, logits, labels, scale=_scale(op, scale),
+       workspace=workspace)
