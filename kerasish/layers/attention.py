@@ -83,7 +83,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{who}: use_gate=True is not supported; expected False")
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.seed = seed
-        self._options = None  # (has_key, has_mask, causal) fixed by the first call
+        self._options = None  # (has_key, has_mask, causal, scores): the first call's
 
     # -- calls ----------------------------------------------------------------------
 
@@ -91,7 +91,12 @@ class MultiHeadAttention(Layer):
                  key_mask=None, attention_mask=None, return_attention_scores=False,
                  training=None, use_causal_mask=False, **kwargs):
         who = f"MultiHeadAttention '{self.name}'"
-        if isinstance(query, (list, tuple)) and value is None:  # a recorded node's list
+        if isinstance(query, (list, tuple)) and value is None:  # [query, value(, key)]
+            if self._options is None:
+                if len(query) not in (2, 3):
+                    raise ValueError(f"{who}: a list input is [query, value] or [query, "
+                                     f"value, key]; received {len(query)} tensors")
+                self._options = (len(query) == 3, False, False, False)
             return super().__call__(list(query), training=training, **kwargs)
         if value is None:
             raise TypeError(f"{who}: call(query, value, key=None, ...) needs `value`")
@@ -100,13 +105,12 @@ class MultiHeadAttention(Layer):
             if m is not None:
                 raise ValueError(f"{who}: {arg} is not supported; pass attention_mask "
                                  f"(batch, Tq, Tk) instead")
-        if return_attention_scores:
-            raise ValueError(f"{who}: return_attention_scores=True is not supported (the "
-                             f"fused kernel never stores the scores); expected False")
-        options = (key is not None, attention_mask is not None, bool(use_causal_mask))
+        options = (key is not None, attention_mask is not None, bool(use_causal_mask),
+                   bool(return_attention_scores))
         if self._options is not None and options != self._options:
             raise ValueError(f"{who}: every call of one layer must pass the same kind of "
-                             f"arguments (key given, attention_mask given, use_causal_mask); "
+                             f"arguments (key given, attention_mask given, use_causal_mask, "
+                             f"return_attention_scores); "
                              f"first call {self._options}, this call {options}")
         self._options = options
         inputs = [query, value] + ([key] if key is not None else []) + \
@@ -117,8 +121,8 @@ class MultiHeadAttention(Layer):
         """Keras 3's inbound-node form of one call on the tensor list `inputs`:
         (args, kwargs) = ([query, value], {"key": .., "attention_mask": ..,
         "use_causal_mask": ..}); `layer(*args, **kwargs)` records the same node."""
-        has_key, has_mask, causal = self._options
-        kwargs = {}
+        has_key, has_mask, causal, scores = self._options
+        kwargs = {"return_attention_scores": True} if scores else {}
         if has_key:
             kwargs["key"] = inputs[2]
         if has_mask:
@@ -131,8 +135,7 @@ class MultiHeadAttention(Layer):
 
     def _shapes(self, input_shape):
         who = f"MultiHeadAttention '{self.name}'"
-        has_key, has_mask, _ = self._options or (len(input_shape) > 2 and
-                                                 len(input_shape[2]) == 3, False, False)
+        has_key, has_mask = self._options[:2]
         shapes = [tuple(s) for s in input_shape]
         q, v = shapes[0], shapes[1]
         k = shapes[2] if has_key else v
@@ -177,8 +180,9 @@ class MultiHeadAttention(Layer):
                 for group, attr in _GROUPS}
 
     def compute_output_shape(self, input_shape):
-        q, _, _ = self._shapes(input_shape)
-        return (q[0], q[1], self._output_dim or q[2])
+        q, k, _ = self._shapes(input_shape)
+        out = (q[0], q[1], self._output_dim or q[2])
+        return [out, (q[0], self.num_heads, q[1], k[1])] if self._options[3] else out
 
     def scratch_shapes(self, batch_size):
         q, k, v = self._shapes(self.input_shape)
@@ -206,7 +210,7 @@ class MultiHeadAttention(Layer):
         return views
 
     def _inputs(self, x):
-        has_key, has_mask, causal = self._options
+        has_key, has_mask, causal, _ = self._options
         q, v = x[0], x[1]
         k = x[2] if has_key else v
         mask = x[-1] if has_mask else None
@@ -218,6 +222,7 @@ class MultiHeadAttention(Layer):
                              f"training is not supported by the fused kernel; use dropout=0 "
                              f"(a Dropout layer after the attention is supported)")
         q, k, v, mask, causal = self._inputs(x)
+        y, probs = (y[0], y[1]) if self._options[3] else (y, None)
         n = q.shape[0]
         s = self._views(n)
         for group, src, dst in (("query", q, s["q"]), ("key", k, s["k"]), ("value", v, s["v"])):
@@ -227,7 +232,8 @@ class MultiHeadAttention(Layer):
                               kern.value.reshape((src.shape[2], width)),
                               None if bias is None else bias.value.reshape((width,)))
         attention_ops.attention_forward(s["o"], s["lse"], s["q"], s["k"], s["v"], mask, s["ws"],
-                                        scale=1.0 / math.sqrt(self.key_dim), causal=causal)
+                                        scale=1.0 / math.sqrt(self.key_dim), causal=causal,
+                                        probs=probs)
         kern, bias = self._params["attention_output"]
         hv = self.num_heads * self.value_dim
         ops.dense_forward(_rows(y, y.shape[2]), _rows(s["o"], hv),
@@ -241,8 +247,10 @@ class MultiHeadAttention(Layer):
         return kern.grad, None if bias is None else bias.grad
 
     def backward(self, dx, dy, x, y):
-        has_key, has_mask, causal = self._options
+        has_key, has_mask, causal, scores = self._options
         q, k, v, mask, _ = self._inputs(x)
+        probs, dprobs = (y[1], dy[1]) if scores else (None, None)
+        dy = dy[0] if scores else dy
         n = q.shape[0]
         s = self._views(n)
         hv = self.num_heads * self.value_dim
@@ -253,7 +261,8 @@ class MultiHeadAttention(Layer):
                            kern.value.reshape((hv, dy.shape[2])))
         attention_ops.attention_backward(s["dq"], s["dk"], s["dv"], s["do"], s["q"], s["k"],
                                          s["v"], s["o"], s["lse"], mask, s["ws"],
-                                         scale=1.0 / math.sqrt(self.key_dim), causal=causal)
+                                         scale=1.0 / math.sqrt(self.key_dim), causal=causal,
+                                         probs=probs, dprobs=dprobs)
         dx_q, dx_v = dx[0], dx[1]
         dx_k = dx[2] if has_key else None
         self._project_back("query", dx_q, s["dq"], q)

@@ -16,6 +16,9 @@ Per batch b and head h:  out = softmax(q k^T * scale, masked) v.
   CPU: one task per (b, h), tiles of 64 x 64 in a workspace from
   `attention_workspace_shape` (its size does not depend on Tq or Tk). CUDA: tiles of
   16 x 16 in shared memory, head size D, Dv <= 128.
+- probs= (optional): the probabilities materialised, (B, H, Tq, Tk), for Keras's
+  return_attention_scores path (softmax times the keep mask: a fully masked row is all
+  zeros there, and so is its out row); the backward then takes their gradient dprobs.
 - Determinism: no atomics; dk/dv are accumulated by the block (CUDA) or task (CPU) that
   owns a key tile, looping over the query tiles in order.
 Conventions: outputs first; ops never allocate; dq, dk, dv are overwritten.

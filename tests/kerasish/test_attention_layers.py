@@ -204,8 +204,6 @@ def test_refusals_name_the_layer():
         MultiHeadAttention(num_heads=2, key_dim=0)
     mha = MultiHeadAttention(num_heads=2, key_dim=2)
     qi = kerasish.Input((3, 4))
-    with pytest.raises(ValueError, match="return_attention_scores"):
-        mha(qi, qi, return_attention_scores=True)
     mha(qi, qi)
     with pytest.raises(ValueError, match="same kind of arguments"):
         mha(qi, qi, use_causal_mask=True)
@@ -382,3 +380,47 @@ def test_eager_call_on_arrays_equals_keras():
     ours(q, v, attention_mask=mask)  # builds
     ours.set_weights([np.asarray(w) for w in theirs.get_weights()])
     np.testing.assert_allclose(ours(q, v, attention_mask=mask), want, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("kind", ["mask", "causal"])
+def test_attention_scores_equal_keras_and_train(kind):
+    """return_attention_scores=True: both outputs equal Keras's (its scores path: a fully
+    masked row has zero scores), and a loss on both trains through the materialised P."""
+    q, v, mask = _data()
+    outs = []
+    for lib in (real, kerasish):
+        qi, vi = lib.Input((5, 6)), lib.Input((7, 6))
+        ins = [qi, vi]
+        cls = real.layers.MultiHeadAttention if lib is real else MultiHeadAttention
+        mha = cls(num_heads=2, key_dim=3)
+        if kind == "mask":
+            mi = lib.Input((5, 7))
+            ins.append(mi)
+            o, sc = mha(qi, vi, attention_mask=mi, return_attention_scores=True)
+        else:
+            o, sc = mha(qi, vi, use_causal_mask=True, return_attention_scores=True)
+        outs.append(lib.Model(ins, [o, sc]))
+    theirs, ours = outs
+    ours.set_weights([np.asarray(w) for w in theirs.get_weights()])
+    x = [q, v, mask] if kind == "mask" else [q, v]
+    want = [real.ops.convert_to_numpy(t) for t in theirs(x)]
+    got = ours.predict(x, verbose=0)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+    ours.compile(kerasish.optimizers.SGD(0.05), ["mse", "mse"])
+    targets = [np.zeros_like(want[0]), np.full_like(want[1], 1 / 7)]
+    losses = [ours.train_on_batch(x, targets) for _ in range(4)]
+    first, last = (np.atleast_1d(v)[0] for v in (losses[0], losses[-1]))
+    assert last < first, losses
+
+
+def test_attention_scores_gradient_matches_finite_differences():
+    """A loss on the scores alone: its gradient reaches the query kernel only through
+    the materialised probabilities (dprobs)."""
+    kerasish.utils.set_random_seed(5)
+    xi = kerasish.Input((3, 4))
+    _, sc = MultiHeadAttention(num_heads=1, key_dim=2)(xi, xi, return_attention_scores=True)
+    model = kerasish.Model(xi, sc)
+    rng = np.random.default_rng(11)
+    _fd_check_first_kernel(model, rng.normal(size=(2, 3, 4)).astype(np.float32),
+                           rng.random((2, 1, 3, 3)).astype(np.float32), stride=1)
