@@ -1,5 +1,6 @@
-"""Two Keras behaviours EfficientNet needs that kerasish.layers refuses today, written
-here on kernels_numba's broadcasting ops (the lead may fold them into the layers):
+"""Four Keras behaviours MobileNetV2/EfficientNet need that kerasish.layers refuses
+today, written here on kernels_numba's ops (the lead may fold them into the layers);
+without the extra argument each runs kerasish's own layer unchanged:
 
 - `Multiply` of a (B, H, W, C) map by a (B, 1, 1, C) squeeze-excite gate: Keras's
   Multiply broadcasts size-1 dimensions; kerasish's refuses them by name.
@@ -10,9 +11,11 @@ here on kernels_numba's broadcasting ops (the lead may fold them into the layers
 - `Rescaling(scale=[s_r, s_g, s_b])`: a per-channel scale (EfficientNet's ImageNet
   stem); kerasish's Rescaling takes numbers only.
 
-Both keep Keras's class names, so weight files and names cross with Keras. Limit: a
-model config saved with them reloads in kerasish as the built-in layers, which refuse
-these arguments (weights-only files are unaffected).
+All keep Keras's class names, so weight files, .h5 model files and names cross with
+Keras. Limits until they move into kerasish.layers: reloading a whole saved model here
+needs custom_objects=CUSTOM_OBJECTS (else the built-in layers refuse the arguments), and
+a .keras file written here records their module as kerasish.applications._layers, which
+Keras cannot import (weights-only files and .h5 model files are unaffected).
 """
 
 import numpy as np

@@ -97,7 +97,7 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
                          f"weights_name={weights_name!r}; pass weights=None or a file path")
     input_shape = iu.obtain_input_shape(input_shape, default_size, min_size=32,
                                         require_flatten=include_top, weights=weights)
-    img_input = iu.image_input(model, input_tensor, input_shape)
+    img_input = iu.image_input(model, input_tensor, input_shape, default_size)
 
     def round_filters(filters, divisor=depth_divisor):
         filters *= width_coefficient

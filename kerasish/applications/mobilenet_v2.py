@@ -91,9 +91,9 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights="imagenet
         raise ValueError(f"{model}: input_tensor.shape[1:] must equal input_shape; received "
                          f"input_tensor.shape={input_tensor.shape}, "
                          f"input_shape={input_shape}")
-    input_shape = iu.obtain_input_shape(input_shape, _default_size(input_shape, input_tensor),
-                                        min_size=32, require_flatten=include_top,
-                                        weights=weights)
+    default_size = _default_size(input_shape, input_tensor)
+    input_shape = iu.obtain_input_shape(input_shape, default_size, min_size=32,
+                                        require_flatten=include_top, weights=weights)
     rows, cols = input_shape[0], input_shape[1]
     if weights == "imagenet":
         if alpha not in _ALPHAS:
@@ -105,7 +105,7 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights="imagenet
             warnings.warn("`input_shape` is undefined or non-square, or `rows` is not in "
                           "[96, 128, 160, 192, 224]. Weights for input shape (224, 224) "
                           "will be loaded as the default.", stacklevel=2)
-    img_input = iu.image_input(model, input_tensor, input_shape)
+    img_input = iu.image_input(model, input_tensor, input_shape, default_size)
 
     x = layers.Conv2D(_make_divisible(32 * alpha, 8), 3, strides=(2, 2), padding="same",
                       use_bias=False, name="Conv1")(img_input)

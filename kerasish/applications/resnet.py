@@ -54,7 +54,7 @@ def ResNet(stack_fn, preact, use_bias, include_top=True, weights="imagenet",
     iu.check_pooling(model, pooling)
     input_shape = iu.obtain_input_shape(input_shape, 224, min_size=32,
                                         require_flatten=include_top, weights=weights)
-    img_input = iu.image_input(model, input_tensor, input_shape)
+    img_input = iu.image_input(model, input_tensor, input_shape, 224)
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(img_input)
     x = layers.Conv2D(64, 7, strides=2, use_bias=use_bias, name="conv1_conv")(x)
     if not preact:

@@ -21,7 +21,7 @@ def VGG16(include_top=True, weights="imagenet", input_tensor=None, input_shape=N
     iu.check_pooling(model, pooling)
     input_shape = iu.obtain_input_shape(input_shape, 224, min_size=32,
                                         require_flatten=include_top, weights=weights)
-    img_input = iu.image_input(model, input_tensor, input_shape)
+    img_input = iu.image_input(model, input_tensor, input_shape, 224)
     x = img_input
     for block, (filters, convs) in enumerate(_STAGES, start=1):
         for i in range(1, convs + 1):

@@ -39,7 +39,7 @@ def Xception(include_top=True, weights="imagenet", input_tensor=None, input_shap
     iu.check_pooling(model, pooling)
     input_shape = iu.obtain_input_shape(input_shape, 299, min_size=71,
                                         require_flatten=include_top, weights=weights)
-    img_input = iu.image_input(model, input_tensor, input_shape)
+    img_input = iu.image_input(model, input_tensor, input_shape, 299)
 
     x = layers.Conv2D(32, (3, 3), strides=(2, 2), use_bias=False, name="block1_conv1")(img_input)
     x = layers.BatchNormalization(axis=-1, name="block1_conv1_bn")(x)
