@@ -75,10 +75,10 @@ def torch_step(x, y):
 def _worker(framework, steps, conn):
     if framework == "torch":
         os.environ["KERNELS_NUMBA_BLAS"] = "native"
+        import numba
         import torch
 
         import kernels_numba  # noqa: F401 - same thread count as kerasish's pool
-        import numba
 
         torch.set_num_threads(numba.get_num_threads())
     x, y = data()
@@ -102,8 +102,9 @@ def compare(rounds, steps):
         proc = ctx.Process(target=_worker, args=(name, steps, child), daemon=True)
         proc.start()
         workers[name] = (proc, parent)
-    for _, conn in workers.values():
-        assert conn.recv() == "ready"
+    for name, (_, conn) in workers.items():
+        if conn.recv() != "ready":
+            raise RuntimeError(f"the {name} worker did not start")
     times, peaks = {name: [] for name in workers}, {}
     for _ in range(rounds):
         for name, (_, conn) in workers.items():

@@ -75,7 +75,8 @@ class MultiHeadAttention(Layer):
                            ("bias_regularizer", bias_regularizer),
                            ("activity_regularizer", activity_regularizer),
                            ("kernel_constraint", kernel_constraint),
-                           ("bias_constraint", bias_constraint), ("sliding_window", sliding_window)):
+                           ("bias_constraint", bias_constraint),
+                           ("sliding_window", sliding_window)):
             if value is not None:
                 raise ValueError(f"{who}: {arg} is not supported; expected None, received "
                                  f"{value!r}")
