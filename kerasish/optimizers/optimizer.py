@@ -236,15 +236,12 @@ class Optimizer:
         """One update of every trainable variable from its `.grad`; zeroes the gradients.
         One launch over the blocks when they cover exactly these variables. The step's
         values go to the device in one copy first (`_upload_scalars`)."""
-        lr = float(self.learning_rate)
-        step = self.iterations + 1
-        self._before_step(step)
         flat = getattr(self, "_flat", None)
         trainable = [v for v in variables if v.trainable]
         norm = self.clipnorm or self.global_clipnorm  # Keras: 0 or None = no clipping
         use_flat = flat is not None and flat[2] == frozenset(id(v) for v in trainable)
-        if use_flat or trainable:
-            self._upload_scalars(flat[0].grad if use_flat else trainable[0].grad, lr, step)
+        step = self._begin_step(flat[0].grad if use_flat else
+                                trainable[0].grad if trainable else None)
         if use_flat:
             if norm:
                 segments, sums, scales = self._flat_norms
@@ -265,6 +262,27 @@ class Optimizer:
                 self._update(var, self._slots[id(var)])
         self._grad = {}
         self._iterations.assign(step)
+
+    def _begin_step(self, like):
+        """The host half of a step: lr (or the schedule's value), the optimizer's own
+        per-step state (_before_step), and this step's values sent to the device buffer
+        on the device of `like` in one copy (none to send without variables)."""
+        lr = float(self.learning_rate)
+        step = self.iterations + 1
+        self._before_step(step)
+        if like is not None:
+            self._upload_scalars(like, lr, step)
+        return step
+
+    def advance_step(self):
+        """Everything apply() does on the host, without its launches: for a launch plan
+        that replays the update launches recorded from an earlier apply() (their
+        arguments never change; the new values travel in the scalars buffer). Call it
+        just before replaying them; then the iteration count advances as apply()'s."""
+        if self._step_scalars is None:
+            raise RuntimeError(f"{type(self).__name__}.advance_step(): apply() has not run "
+                               f"yet, so there are no update launches to replay")
+        self._iterations.assign(self._begin_step(self._step_scalars.buffer))
 
     def _upload_scalars(self, like, lr, step):
         """This step's values into the host array, then one copy to the device buffer on

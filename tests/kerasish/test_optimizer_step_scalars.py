@@ -118,3 +118,67 @@ def test_launch_arguments_are_the_same_every_step(device, case, block, monkeypat
     assert steps[0] == steps[1], f"{case}: a launch argument changed between steps"
     assert not np.array_equal(values[0], values[1]), "the per-step values did not change"
     assert opt.iterations == 2
+
+
+def _capture(monkeypatch, device, replays):
+    """Like _record, keeping each launch (or CPU part call) itself, to re-issue later."""
+    if device == "cuda":
+        from kernels_numba.gpu import norms as gpu_norms
+        from kernels_numba.gpu import optim as gpu_optim
+
+        for module in (gpu_optim, gpu_norms):
+            def launch(k, grid, block, *args, _launch=module.launch, **kw):
+                replays.append(lambda: _launch(k, grid, block, *args, **kw))
+                _launch(k, grid, block, *args, **kw)
+
+            monkeypatch.setattr(module, "launch", launch)
+        return
+
+    def run_update(part, head, slots, constants, _run=cpu_optim.run_update):
+        replays.append(lambda: _run(part, head, slots, constants))
+        _run(part, head, slots, constants)
+
+    for module in (cpu_optim, cpu_optim_more):
+        monkeypatch.setattr(module, "run_update", run_update)
+
+
+@pytest.mark.parametrize("case", ["sgd_nesterov", "adamw_clipnorm", "nadam", "ftrl"])
+def test_advance_step_then_replayed_launches_equal_apply(device, case, monkeypatch):
+    # A launch plan's step 2: the host half (advance_step: schedule, Nadam's product, one
+    # copy of the values) then step 1's launches re-issued as they were = apply().
+    if device == "cpu" and "clipnorm" in case:
+        pytest.skip("the CPU twins of the norm ops are plain calls, not recordable launches")
+    cls, kwargs = CASES[case]
+    results = []
+    for replay in (False, True):
+        rate = schedules.ExponentialDecay(0.05, decay_steps=1, decay_rate=0.5)
+        opt = getattr(optimizers, cls)(learning_rate=rate, **kwargs)
+        variables, blocks = _variables(device, True)
+        opt.build(variables)
+        opt.use_blocks(variables, *blocks)
+        r = np.random.default_rng(7)
+        replays = []
+        for step in range(3):
+            for var in variables:
+                kernels_numba.copy_from_host(var.grad,
+                                             r.standard_normal(var.shape).astype(np.float32))
+            if replay and step > 0:
+                opt.advance_step()
+                for launch in replays:
+                    launch()
+            elif replay:
+                with monkeypatch.context() as patch:
+                    _capture(patch, device, replays)
+                    opt.apply(variables)
+            else:
+                opt.apply(variables)
+        assert opt.iterations == 3
+        results.append([var.numpy() for var in variables] +
+                       [kernels_numba.to_host(v.value) for v in opt.variables[2:]])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_advance_step_needs_a_first_apply():
+    with pytest.raises(RuntimeError, match=r"Adam.advance_step\(\): apply\(\) has not run"):
+        optimizers.Adam().advance_step()
