@@ -292,3 +292,23 @@ def test_one_fit_step():
     changed = [not np.array_equal(a, b) for a, b in zip(before, model.get_weights())]
     assert sum(changed) > len(changed) // 2
     assert model.predict(x[:2], verbose=0).shape == (2, 3)
+
+
+def test_transfer_learning_with_a_frozen_base():
+    """keras-io's transfer-learning flow: a frozen base called with training=False
+    inside a new model; fit moves only the new head."""
+    kerasish.utils.set_random_seed(1)
+    base = A.MobileNetV2(alpha=0.35, input_shape=(32, 32, 3), include_top=False, weights=None)
+    base.trainable = False
+    inputs = kerasish.Input((32, 32, 3))
+    x = kerasish.layers.Rescaling(1 / 127.5, offset=-1)(inputs)
+    x = kerasish.layers.GlobalAveragePooling2D()(base(x, training=False))
+    model = kerasish.Model(inputs, kerasish.layers.Dense(1)(kerasish.layers.Dropout(0.2)(x)))
+    model.compile("adam", kerasish.losses.BinaryCrossentropy(from_logits=True))
+    assert len(model.trainable_weights) == 2
+    frozen = [w.copy() for w in base.get_weights()]
+    head = [w.copy() for w in model.layers[-1].get_weights()]
+    xs = np.random.default_rng(7).uniform(0, 255, (4, 32, 32, 3)).astype(np.float32)
+    model.fit(xs, np.array([0, 1, 0, 1]), epochs=1, batch_size=4, verbose=0)
+    assert all(np.array_equal(a, b) for a, b in zip(frozen, base.get_weights()))
+    assert not all(np.array_equal(a, b) for a, b in zip(head, model.layers[-1].get_weights()))
