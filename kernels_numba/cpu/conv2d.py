@@ -17,11 +17,11 @@ GEMMs go through kernels_numba.cpu.gemm.
 import numba
 import numpy as np
 
-from kernels_numba.cpu.dense import masked_grad
+from kernels_numba.cpu.dense import add_column_sums, bias_activation, masked_grad
 from kernels_numba.cpu.gemm import gemm
+from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
-ACT_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 
 
 # njit loops
@@ -111,40 +111,6 @@ def _col2im(dx, col, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw):
                             dx[b, ih, iw, ch] += col[m, base + ch]
 
 
-@numba.njit(parallel=True, cache=True)
-def _bias_act(y, b, act):
-    rows, f = y.shape
-    for m in numba.prange(rows):
-        for j in range(f):
-            v = y[m, j]
-            if b is not None:
-                v += b[j]
-            if act == 1:
-                v = np.float32(0.0) if v <= np.float32(0.0) else v  # NaN passes
-            elif act == 2:
-                v = np.float32(1.0) / (np.float32(1.0) + np.exp(-v))
-            elif act == 3:
-                v = np.tanh(v)
-            y[m, j] = v
-
-
-@numba.njit(parallel=True, cache=True)
-def _bias_grad(db, dy):
-    # Per-chunk float64 partial sums, so the reduction parallelises without races.
-    rows, f = dy.shape
-    chunks = min(rows, 64)
-    part = np.zeros((chunks, f))
-    for k in numba.prange(chunks):
-        for m in range(k * rows // chunks, (k + 1) * rows // chunks):
-            for j in range(f):
-                part[k, j] += dy[m, j]
-    for j in range(f):
-        s = 0.0
-        for k in range(chunks):
-            s += part[k, j]
-        db[j] += s
-
-
 # launchers
 
 def _col_view(workspace, m, k):
@@ -181,9 +147,8 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
     y2 = y.reshape(m, f)
     col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw))
     gemm(y2, col, w.reshape(k, f))
-    act = ACT_CODES[activation]
-    if b is not None or act != 0:
-        _bias_act(y2, b, act)
+    # The dense epilogue (one compiled function for both layers' bias + activation).
+    bias_activation(y2, b, KIND_CODES[activation])
 
 
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
@@ -211,4 +176,4 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     col = _columns(workspace, x, m, k, geom, build=not columns_ready)
     gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
     if db is not None:
-        _bias_grad(db, dy2)
+        add_column_sums(db, dy2)

@@ -2,7 +2,8 @@
 
 GEMMs go through kernels_numba.cpu.gemm (NumPy's BLAS on output blocks, in
 parallel; transposed operands are views, which BLAS takes as transpose flags).
-Bias + activation run as one njit pass after the product (split over rows across
+Bias gradients are a GEMM with a row of ones (nothing to compile). Bias + activation
+run as one njit pass after the product (split over rows across
 threads by kernels_numba.cpu._parallel for large outputs; the same serial function
 either way, compiled once). The CUDA split-K/bias workspace is accepted and ignored (the CPU
 GEMM's K-split partial products are added in a fixed order already).
@@ -47,15 +48,30 @@ def _bias_activation_part(args, p, parts):
                           rows * (p + 1) // parts)
 
 
-@numba.njit(cache=True)
-def _add_column_sums(db, dy):
-    # Rows streamed in order (contiguous reads); float32 partial sums per column.
-    acc = np.zeros(dy.shape[1], np.float32)
-    for r in range(dy.shape[0]):
-        for j in range(dy.shape[1]):
-            acc[j] += dy[r, j]
-    for j in range(dy.shape[1]):
-        db[j] += acc[j]
+_ONES = [np.ones(0, np.float32)]
+
+
+def add_column_sums(db, dy):
+    """db += the column sums of dy (M, F): one (1, M) @ (M, F) GEMM with a row of ones,
+    so no njit loop to compile (the GEMM's K-split partials add in a fixed order)."""
+    m = dy.shape[0]
+    if m == 0:
+        return
+    ones = _ONES[0]
+    if ones.size < m:  # grows only; read-only, so threads may share it
+        ones = _ONES[0] = np.ones(max(m, 2 * ones.size), np.float32)
+    gemm(db.reshape(1, db.size), ones[:m].reshape(1, m), dy, accumulate=True)
+
+
+def bias_activation(y, b, code):
+    """y = act(y + b) in place on a 2-D y (the GEMM epilogue of dense and conv2d)."""
+    if (b is not None or code != KIND_CODES["linear"]) and y.size:
+        bias = _NO_BIAS if b is None else b
+        args = pack(y, bias, (int(b is not None) << 8) | code)
+        if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
+            run_parts(_bias_activation_part, args)
+        else:
+            _bias_activation_part.serial(args)
 
 
 def masked_grad(dy, y, activation):
@@ -89,14 +105,7 @@ def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, worksp
 
 def dense_forward(y, x, w, b=None, *, activation="linear"):
     gemm(y, x, w)
-    code = KIND_CODES[activation]
-    if (b is not None or code != KIND_CODES["linear"]) and y.size:
-        bias = _NO_BIAS if b is None else b
-        args = pack(y, bias, (int(b is not None) << 8) | code)
-        if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
-            run_parts(_bias_activation_part, args)
-        else:
-            _bias_activation_part.serial(args)
+    bias_activation(y, b, KIND_CODES[activation])
 
 
 def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
@@ -105,4 +114,4 @@ def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear",
         gemm(dx, dy, w.T)
     gemm(dw, x.T, dy, accumulate=True)
     if db is not None and dy.size:
-        _add_column_sums(db, dy)
+        add_column_sums(db, dy)
