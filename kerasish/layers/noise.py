@@ -45,6 +45,14 @@ class _Noise(Layer):
         self._step += 1
         return buf.buffer
 
+    def advance_step(self):
+        """A replayed launch plan's half of a training forward that drew noise: the next
+        step into the buffer the recorded draw launch reads (no launch here)."""
+        if self._steps is None:
+            raise RuntimeError(f"{type(self).__name__} {self.name}: advance_step() before "
+                               f"any training forward drew noise")
+        self._advance(self._steps.buffer)
+
     def get_extra_state(self):
         return {"seed": np.int64(self._seed), "step": np.int64(self._step)}
 
