@@ -78,62 +78,51 @@ def _sgemm_at(typingctx, address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc,
     return sig, codegen
 
 
-@numba.njit(nogil=True, inline="always")
-def _sgemm_block(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, wide):
-    if wide:
-        _sgemm_at(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, np.int64(0))
-    else:
-        _sgemm_at(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, np.int32(0))
-
-
-def _split_part(args, p, parts):
-    """Block p of parts of one product (a kernels_numba.cpu._parallel part)."""
-    v = numba.carray(args, 16)
-    address, a, b, c, partials = v[0], v[1], v[2], v[3], v[4]
-    ta, tb, lda, ldb, ldc, m, n, k = v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]
-    beta, how, wide = from_f32_bits(v[13]), v[14], v[15] != 0
-    if how == ROWS:
-        r0, r1 = m * p // parts, m * (p + 1) // parts
-        a_off = r0 * lda if ta == NO_TRANS else r0
-        _sgemm_block(address, ta, tb, r1 - r0, n, k, a + 4 * a_off, lda, b, ldb, beta,
-                     c + 4 * r0 * ldc, ldc, wide)
-    elif how == COLUMNS:
-        q0, q1 = n * p // parts, n * (p + 1) // parts
-        b_off = q0 if tb == NO_TRANS else q0 * ldb
-        _sgemm_block(address, ta, tb, m, q1 - q0, k, a, lda, b + 4 * b_off, ldb, beta,
-                     c + 4 * q0, ldc, wide)
-    else:
-        k0, k1 = k * p // parts, k * (p + 1) // parts
-        a_off = k0 if ta == NO_TRANS else k0 * lda
-        b_off = k0 * ldb if tb == NO_TRANS else k0
-        if p == 0:  # block 0 goes to C itself (with beta), the others to partials
-            _sgemm_block(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
-                         ldb, beta, c, ldc, wide)
+def _make_split_part(int_marker):
+    """The part for one product's block p of parts; the BLAS int width is a constant of
+    it (one call site, one width: 0.5-0.9 s of compile with both widths and a call per
+    case)."""
+    def _split_part(args, p, parts):
+        v = numba.carray(args, 15)
+        address, a, b, c, partials = v[0], v[1], v[2], v[3], v[4]
+        ta, tb, lda, ldb, ldc, m, n, k = v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]
+        beta, how = from_f32_bits(v[13]), v[14]
+        if how == ROWS:
+            r0, r1 = m * p // parts, m * (p + 1) // parts
+            a += 4 * (r0 * lda if ta == NO_TRANS else r0)
+            c += 4 * r0 * ldc
+            m = r1 - r0
+        elif how == COLUMNS:
+            q0, q1 = n * p // parts, n * (p + 1) // parts
+            b += 4 * (q0 if tb == NO_TRANS else q0 * ldb)
+            c += 4 * q0
+            n = q1 - q0
         else:
-            _sgemm_block(address, ta, tb, m, n, k1 - k0, a + 4 * a_off, lda, b + 4 * b_off,
-                         ldb, np.float32(0.0), partials + 4 * (p - 1) * m * n, n, wide)
+            k0, k1 = k * p // parts, k * (p + 1) // parts
+            a += 4 * (k0 if ta == NO_TRANS else k0 * lda)
+            b += 4 * (k0 * ldb if tb == NO_TRANS else k0)
+            k = k1 - k0
+            if p > 0:  # block 0 goes to C itself (with beta), the others to partials
+                c, ldc, beta = partials + 4 * (p - 1) * m * n, n, np.float32(0.0)
+        _sgemm_at(address, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, int_marker)
+
+    return lazy_part(_split_part)
 
 
-_split_part = lazy_part(_split_part)
-
-
-@numba.njit(nogil=True, cache=True)
 def _add_partials(c, partials):
     # Fixed order p = 1, 2, ... for every element: the sum does not depend on timing.
-    # Serial: K is split only when C is small.
-    m, n = c.shape
-    for i in range(m):
-        for p in range(partials.shape[0]):
-            for j in range(n):
-                c[i, j] += partials[p, i, j]
+    # numpy adds (threads - 1 of them, on a small C) rather than a compiled loop.
+    for p in range(partials.shape[0]):
+        c += partials[p]
 
 
 _SGEMM = _blas.sgemm_function()
 if _SGEMM is not None:
     _ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
     _WIDE = int(_blas.sgemm_int_bits() == 64)
-    # BLAS int width as a value (cpu/recurrent.py passes it to _sgemm_at)
+    # BLAS int width as a value (cpu/rnn_sequence.py and cpu/attention.py pass it to _sgemm_at)
     _INT_MARKER = np.int64(0) if _WIDE else np.int32(0)
+    _split_part = _make_split_part(_INT_MARKER)
 
 
 def _fallback(c, a, b, accumulate):
@@ -167,10 +156,9 @@ def gemm(c, a, b, *, accumulate=False):
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
         run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb,
-                                    lda, ldb, ldc, m, n, k, f32_bits(beta), REDUCTION, _WIDE),
-                  parts)
+                                    lda, ldb, ldc, m, n, k, f32_bits(beta), REDUCTION), parts)
         _add_partials(c, partials)
         return
     how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
     run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
-                                f32_bits(beta), how, _WIDE), parts)
+                                f32_bits(beta), how), parts)

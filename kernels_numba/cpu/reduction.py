@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")  # inlined: a compile of its own cost 0.1 s
 def _argmax_row(a, r):
     """First index of the row maximum (np.argmax's tie rule)."""
     best = a[r, 0]
