@@ -167,21 +167,19 @@ def _global_avgpool_backward(dx, dy, r0, r1):
 # parts for kernels_numba.cpu._parallel: (a1, a2, a3, ph, pw, sh, sw, pt, pl) packed
 
 @lazy_part
-def _maxpool_forward_part(args, p, parts):
-    a = numba.carray(args, 21)
-    y, argmax, x = f32_4d(a, 0), i32_4d(a, 5), f32_4d(a, 10)
-    rows = x.shape[0] * y.shape[1]
-    _maxpool_forward(y, argmax, x, a[15], a[16], a[17], a[18], a[19], a[20],
-                     rows * p // parts, rows * (p + 1) // parts)
-
-
-@lazy_part
-def _maxpool_backward_part(args, p, parts):
-    a = numba.carray(args, 21)
-    dx, dy, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
-    rows = dx.shape[0] * dx.shape[1]
-    _maxpool_backward(dx, dy, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
-                      rows * p // parts, rows * (p + 1) // parts)
+def _maxpool_part(args, p, parts):
+    # Forward and backward in one part (one compile): (out, src, argmax, geometry, mode);
+    # forward: out y, src x; backward: out dx, src dy.
+    a = numba.carray(args, 22)
+    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    if a[21] == 0:
+        rows = src.shape[0] * out.shape[1]
+        _maxpool_forward(out, argmax, src, a[15], a[16], a[17], a[18], a[19], a[20],
+                         rows * p // parts, rows * (p + 1) // parts)
+    else:
+        rows = out.shape[0] * out.shape[1]
+        _maxpool_backward(out, src, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
+                          rows * p // parts, rows * (p + 1) // parts)
 
 
 @lazy_part
@@ -220,12 +218,12 @@ def _global_avgpool_backward_part(args, p, parts):
 
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    run(_maxpool_forward_part, pack(y, argmax, x, ph, pw, sh, sw, pt, pl), x.size)
+    run(_maxpool_part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size)
 
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    run(_maxpool_backward_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl), dx.size)
+    run(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
