@@ -203,6 +203,39 @@ def test_compile_hook_unregisters():
     remove()  # twice is harmless
 
 
+_ACTIVATION_CHILD = textwrap.dedent("""
+    import numpy as np
+    from numba.core import event
+    from kernels_numba.cpu import activation
+    names = []
+    class Log(event.Listener):
+        def on_start(self, ev):
+            fn = ev.data["dispatcher"].py_func
+            if fn.__module__.startswith("kernels_numba"):  # not numba's own overloads
+                names.append(fn.__qualname__)
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Log())
+    for shape in ((3, 5), (64, 26, 26, 32)):  # one block and split: the same compile
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        y, dx = np.empty_like(x), np.empty_like(x)
+        for kind in ("relu", "softmax"):
+            activation.activation_forward(y, x, kind=kind)
+            activation.activation_backward(dx, x, x, y, kind=kind)
+    print("COMPILED", sorted(names))
+""")
+
+
+def test_activations_compile_one_part_per_kind_and_direction(tmp_path):
+    """ReLU and softmax, small and large: four parts and the one parallel loop, nothing
+    else (each extra compiled function costs a fresh machine ~0.1-1 s on its first fit)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
+    out = _child(_ACTIVATION_CHILD, env)
+    expected = sorted(["_relu_forward_part", "_relu_backward_part", "_softmax_forward_part",
+                       "_softmax_backward_part", "_drive"])
+    assert f"COMPILED {expected}" in out, out[-2000:]
+
+
 # -- a non-editable install into a read-only site-packages ------------------------------
 
 _FIT_CHILD = textwrap.dedent("""
