@@ -3,9 +3,14 @@
 Noise is counter-based (kernels_numba.ops.noise, the hash of ops.dropout): a pure
 function of (seed, step, index), so it is reproducible from
 kerasish.utils.set_random_seed and the same on CPU and CUDA. Each training forward
-advances `step`; seed and step travel in checkpoints like Dropout's. The kernels read the
-step from a small device buffer (`_advance()` writes it, one copy per step on CUDA, none
-on the CPU), so the draw launches keep the same arguments from step to step.
+advances `step`; seed and step travel in checkpoints like Dropout's.
+
+With `step_buffer = True` (set by an engine that calls `advance_step()` before replaying
+a recorded training forward) the kernels read the step from a small device buffer (one
+copy per step on CUDA, none on the CPU), so the draw launches keep the same arguments
+from step to step. Off by default: a plan that replays launches whose arguments repeat
+(engine/launch_plan.py) would otherwise replay one draw forever; with a by-value step
+the arguments change, so such a step keeps running live.
 """
 
 import math
@@ -22,6 +27,8 @@ from kernels_numba import ops
 class _Noise(Layer):
     """Seed/step bookkeeping shared by the three layers."""
 
+    step_buffer = False  # read the step from a device buffer (see the module docstring)
+
     def __init__(self, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.seed = _seed(type(self).__name__, seed)
@@ -34,8 +41,11 @@ class _Noise(Layer):
         self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
 
     def _advance(self, like):
-        """This draw's step into the device buffer on the device of `like` (then the
-        counter advances); returns the buffer for the op's `step`."""
+        """This draw's step for the op's `step` (then the counter advances): the int, or
+        with step_buffer written into the device buffer on the device of `like`."""
+        if not self.step_buffer:
+            self._step += 1
+            return self._step - 1
         device = kernels_numba.device_of(like)
         buf = self._steps
         if buf is None or buf.device != device:
@@ -50,7 +60,8 @@ class _Noise(Layer):
         step into the buffer the recorded draw launch reads (no launch here)."""
         if self._steps is None:
             raise RuntimeError(f"{type(self).__name__} {self.name}: advance_step() before "
-                               f"any training forward drew noise")
+                               f"any training forward drew noise with step_buffer=True "
+                               f"(step_buffer={self.step_buffer})")
         self._advance(self._steps.buffer)
 
     def get_extra_state(self):

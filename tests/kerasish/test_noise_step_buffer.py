@@ -16,6 +16,7 @@ SHAPE = (2, 3, 4, 5)
 def _layer(cls, device):
     layer = cls(0.3, seed=11) if cls is not GaussianNoise else cls(0.5, seed=11)
     layer.build(SHAPE)
+    layer.step_buffer = True
     layer.input_shape = layer.output_shape = SHAPE
     if cls is not GaussianNoise:  # the mask scratch, as the engine lends it
         shape, dtype = layer.scratch_shapes(SHAPE[0])["mask"]
@@ -55,3 +56,15 @@ def test_draws_follow_the_step_buffer(device, cls):
     assert words.dtype == np.uint32 and list(words) == [2, 0]
     with pytest.raises(RuntimeError, match="advance_step\\(\\) before any training forward"):
         _layer(cls, device).advance_step()
+
+
+def test_by_value_step_by_default(device):
+    # Off by default (a replaying plan must call advance_step first): the same draws, no
+    # buffer.
+    layer = GaussianNoise(0.5, seed=11)
+    layer.build(SHAPE)
+    x = randn(SHAPE, seed=3)
+    xb, y = on(device, x, np.zeros(SHAPE, np.float32))
+    layer.forward(y, xb, training=True)
+    np.testing.assert_allclose(host(y), _by_value(GaussianNoise, x, 0), rtol=1e-5, atol=1e-5)
+    assert layer._steps is None and layer._step == 1
