@@ -274,10 +274,13 @@ def _tile_counters(size):
     return ctr
 
 
-def _dummy_2d():
-    d = _DUMMY.get("2d")
+def _dummies():
+    """(2-D, 1-D) one-element stand-ins for unused array arguments (made once: a device
+    array view per launch would cost host time)."""
+    d = _DUMMY.get("d")
     if d is None:
-        d = _DUMMY["2d"] = cuda.to_device(np.zeros((1, 1), np.float32))
+        two = cuda.to_device(np.zeros((1, 1), np.float32))
+        d = _DUMMY["d"] = (two, cuda.to_device(np.zeros(1, np.float32)))
     return d
 
 
@@ -309,7 +312,8 @@ def gemm(c, a, b, bias=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.
         splits = 1
     elif splits is None:
         splits = pick_splits(gm * gn, k_total)
-    part = dummy = _dummy_2d()
+    dummy, dummy_1d = _dummies()
+    part = dummy
     if splits > 1:
         ws = cached_scratch(splits * me * n) if workspace is None else workspace
         splits = min(splits, ws.size // (me * n))
@@ -317,13 +321,13 @@ def gemm(c, a, b, bias=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.
             part = ws[: splits * me * n].reshape(splits * me, n)
         else:
             splits = 1
-    ctr = _tile_counters(gm * gn) if splits > 1 else _tile_counters(1)
+    ctr = _tile_counters(gm * gn if splits > 1 else 1)
     k = _GEMM_KERNELS[(bool(trans_a), bool(trans_b), tile)]
     flags = int(has_db) | (int(gact) << 8) | (int(gop) << 16)
     launch(k, (gm, gn, splits), (bm // tm) * (bn // tn), c, a, b,
-           dummy[0] if bias is None else bias,
+           dummy_1d if bias is None else bias,
            float32(alpha), float32(beta), int32(bias is not None), int32(act),
-           part, dummy[0] if db is None else db, dummy if g is None else g, ctr, int32(flags))
+           part, dummy_1d if db is None else db, dummy if g is None else g, ctr, int32(flags))
 
 
 def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, workspace=None):
