@@ -43,8 +43,9 @@ PLAIN, CLIP_VALUE, SCALE_ONE, SCALE_SEGMENTS = 0, 1, 2, 3
 NO_SCALES = np.ones(1, np.float32)
 NO_SEGMENTS = np.zeros((1, 2), np.int64)
 # Below this many elements an update runs on the calling thread. Measured (2 threads,
-# loaded machine): Adam over 85k-120k floats is memory-bound and takes as long split
-# as serial, while waking the pool adds ~20-40 us, so only large blocks split.
+# shared machine, medians of alternated runs): Adam serial 0.45 ms at 85k floats and
+# 0.63 ms at 120k, split 16-26 ms (a busy pool thread stalls the region); at 1M serial
+# 11-13 ms, split 12-25 ms. The update is memory-bound: only very large blocks split.
 PARALLEL_MIN_SIZE = 1 << 20
 
 
