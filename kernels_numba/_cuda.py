@@ -220,14 +220,97 @@ def record_launches(execute=True):
 
 
 def launch(k, grid, block, *args, shared_bytes=0):
-    """Launch kernel `k`; `k[grid, block]` is an lru-cached configuration in numba-cuda."""
+    """Launch kernel `k` on the compute stream; `k[...]` is an lru-cached configuration
+    in numba-cuda. Active `capture_launches()` lists keep the launch for replay."""
+    if _captures:
+        for captured in _captures:
+            captured.add(k, grid, block, shared_bytes, args)
     if _recorders:
         record = LaunchRecord(kernel_name(k), grid, block)
         for calls, _ in _recorders:
             calls.append(record)
         if not _recorders[-1][1]:
             return
-    k[grid, block, 0, shared_bytes](*args)
+    k[grid, block, compute_stream(), shared_bytes](*args)
+
+
+# -- compute stream --------------------------------------------------------------------
+# Kernels run on one non-default stream: CUDA graphs cannot capture the legacy default
+# stream. It is a blocking stream, so host<->device copies on the default stream stay
+# ordered with the kernels exactly as before (the legacy stream waits for blocking ones).
+_stream = []
+
+
+def compute_stream():
+    if not _stream:
+        _stream.append(cuda.stream() if cuda is not None else 0)
+    return _stream[0]
+
+
+# -- capture and replay: a launch plan built once per step shape -----------------------
+_captures = []  # active LaunchList captures, innermost last
+
+
+def _arg_key(a):
+    """What makes a launch argument the same next time: an array's memory, shape,
+    strides and dtype (a new view of the same buffer is the same), a scalar's value."""
+    import numpy as np
+
+    ary = a if isinstance(a, np.ndarray) else getattr(a, "_ary", None) if SIMULATOR else None
+    if ary is not None:  # a host array, or the simulator's FakeCUDAArray
+        return ("a", ary.__array_interface__["data"][0], ary.shape, ary.strides, ary.dtype.str)
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        return ("a", cai["data"][0], tuple(cai["shape"]), cai.get("strides"), cai["typestr"])
+    return (type(a).__name__, a)
+
+
+class LaunchList:
+    """The launches of one run of a block of work, each bound once (kernel, configuration
+    and argument objects) so `replay()` re-issues them with no validation and no new
+    views. `keys` compare two runs: equal keys mean the block launches
+    the same kernels on the same memory with the same scalars."""
+
+    __slots__ = ("items", "keys")
+
+    def __init__(self):
+        self.items, self.keys = [], []
+
+    def add(self, k, grid, block, shared_bytes, args):
+        self.keys.append((id(k), grid, block, shared_bytes, tuple(_arg_key(a) for a in args)))
+        self.items.append((k, grid, block, shared_bytes, args))
+
+    def __len__(self):
+        return len(self.items)
+
+    def same_as(self, other):
+        return other is not None and self.keys == other.keys
+
+    def replay(self):
+        if _recorders:  # count (or only count) the replayed launches like live ones
+            for k, grid, block, _, _ in self.items:
+                record = LaunchRecord(kernel_name(k), grid, block)
+                for calls, _ in _recorders:
+                    calls.append(record)
+            if not _recorders[-1][1]:
+                return
+        stream = compute_stream()
+        # k[...] each time: numba-cuda caches the configuration object (lru), while the
+        # simulator's k[...] reconfigures the kernel itself, so a kept one goes stale.
+        for k, grid, block, shared_bytes, args in self.items:
+            k[grid, block, stream, shared_bytes](*args)
+
+
+@contextlib.contextmanager
+def capture_launches():
+    """`with capture_launches() as launches:` runs the block normally and keeps every
+    launch in `launches` (a LaunchList) for `launches.replay()`."""
+    captured = LaunchList()
+    _captures.append(captured)
+    try:
+        yield captured
+    finally:
+        _captures.remove(captured)
 
 
 # The probe: can this process really run kernels? Cached once per process.

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 import kernels_numba
+from kerasish.engine import launch_plan
 from kerasish.engine.plan import PREDICT, TEST, TRAIN, Plan  # noqa: F401 (re-exported)
 from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import batched, elements, plan_storage
@@ -67,6 +68,9 @@ class Executor:
         self._buffers()
         self.steps = {}
         self._feeder = None
+        # the optimizer's list, fixed with the plan (model.trainable_weights walks the layers)
+        self._variables = model._trainable_variables if mode == TRAIN else []
+        self._replay = launch_plan.REPLAY and self.device == "cuda" and allocate
 
     def _buffers(self):
         """Every buffer of the plan, recorded in `sizes` (and allocated unless a dry run)."""
@@ -226,7 +230,11 @@ class Executor:
         model = self.model
         s = self._begin(x, y)
         try:
-            self.forward(s, True)
+            ready = launch_plan.replayable(self, s, TRAIN)
+            if ready:
+                ready[0].replay()
+            else:
+                fwd = launch_plan.captured(self, lambda: self.forward(s, True))
             self._loss_and_metrics(s)
             for k, (loss, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
                 if dy_pred is not None:
@@ -236,19 +244,26 @@ class Executor:
                         ops.scale_rows(dy_pred, weights)
             for grad in s.added_grads:
                 ops.fill(grad, 1.0)
-            self.backward(s)
+            if ready:
+                ready[1].replay()
+            else:
+                launch_plan.remember(self, s, TRAIN, fwd, launch_plan.captured(self, lambda: self.backward(s)))
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             if apply:
-                model.optimizer.apply(model._trainable_variables)
+                model.optimizer.apply(self._variables)
         finally:
             self._end(x)
 
     def test_step(self, x, y):
         s = self._begin(x, y)
         try:
-            self.forward(s, False)
+            ready = launch_plan.replayable(self, s, TEST)
+            if ready:
+                ready[0].replay()
+            else:
+                launch_plan.remember(self, s, TEST, launch_plan.captured(self, lambda: self.forward(s, False)))
             self._loss_and_metrics(s)
         finally:
             self._end(x)
@@ -286,6 +301,7 @@ class Step:
     def __init__(self, ex, n, slot=0):
         plan, g = ex.plan, ex.plan.graph
         self.n = n
+        self.captures, self.ready = {}, {}  # mode -> (token, launch lists): Executor
         self.acts = [self._view(ex, plan.act[t], g.shapes[t], n, slot) for t in
                      range(len(g.shapes))]
         self.inputs = [self.acts[t] for t in g.input_ids]

@@ -1,0 +1,54 @@
+"""The launch plan: a step's layer launches captured once and replayed (CUDA).
+
+The layers' Python (argument validation, views, launch configuration) runs for the
+first two steps of a shape. When both launched the same kernels with the same
+arguments (arrays by memory, shape and strides; scalars by value), later steps replay
+that list (kernels_numba.LaunchList): the forward and the backward are each one loop
+over bound launches. A layer whose arguments change per step (a by-value random key)
+never becomes replayable, so its step keeps running live. Losses, metrics and the
+optimizer always run live: they keep host-side counts. The plan's buffers never move,
+and a repack of the parameters (engine/parameters.py) is caught by its token.
+KERASISH_REPLAY=0 turns replay off.
+"""
+
+import os
+
+import kernels_numba
+
+REPLAY = os.environ.get("KERASISH_REPLAY", "1") != "0"
+
+
+def captured(ex, body):
+    """Run body(); on a replaying executor, return the LaunchList it issued."""
+    if not ex._replay:
+        body()
+        return None
+    with kernels_numba.capture_launches() as launches:
+        body()
+    return launches
+
+
+def _token(ex):
+    return id(getattr(ex.model, "_parameter_block", None))
+
+
+def remember(ex, s, mode, *lists):
+    """Keep this step's captures; two equal ones in a row make the step replayable."""
+    if not ex._replay or any(x is None for x in lists):
+        return
+    token, previous = _token(ex), s.captures.get(mode)
+    s.captures[mode] = (token, lists)
+    if previous is not None and previous[0] == token and sum(map(len, lists)) and \
+            all(a.same_as(b) for a, b in zip(lists, previous[1])):
+        s.ready[mode] = (token, lists)
+
+
+def replayable(ex, s, mode):
+    """The step's captured launch lists when they can be replayed, else None."""
+    found = s.ready.get(mode) if ex._replay else None
+    if found is None:
+        return None
+    if found[0] != _token(ex):  # the parameters moved: capture again
+        del s.ready[mode]
+        return None
+    return found[1]
