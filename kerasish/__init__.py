@@ -11,6 +11,7 @@ from kerasish import (  # noqa: E402,F401
     backend,
     callbacks,
     config,
+    constraints,
     data,
     datasets,
     initializers,
@@ -19,11 +20,13 @@ from kerasish import (  # noqa: E402,F401
     metrics,
     models,
     optimizers,
+    regularizers,
     utils,
 )
 from kerasish.layers import Input  # noqa: E402,F401
 from kerasish.models import Model, Sequential  # noqa: E402,F401
 from kerasish import ops  # noqa: E402,F401 - keras.ops (after models: ops nodes are layers)
+from kerasish import applications  # noqa: E402,F401 - built from models and layers
 
 
 def __getattr__(name):

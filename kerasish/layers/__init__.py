@@ -1,6 +1,7 @@
 """kerasish.layers: Keras layer names and constructor arguments, channels_last."""
 
 from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
+from kerasish.layers.attention import Attention, MultiHeadAttention
 from kerasish.layers.conv1d import Conv1D, UpSampling1D
 from kerasish.layers.conv_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
 from kerasish.layers.convolutional import Conv2D
@@ -15,6 +16,10 @@ from kerasish.layers.merging import (Add, Average, Concatenate, Maximum, Minimum
 from kerasish.layers.noise import GaussianDropout, GaussianNoise, SpatialDropout2D
 from kerasish.layers.normalization import BatchNormalization
 from kerasish.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, MaxPooling2D
+from kerasish.layers.preprocessing import (PREPROCESSING_LAYERS, CenterCrop, RandomBrightness,
+                                           RandomContrast, RandomCrop, RandomFlip,
+                                           RandomRotation, RandomTranslation, RandomZoom,
+                                           Resizing)
 from kerasish.layers.pooling1d import (AveragePooling1D, GlobalAveragePooling1D,
                                        GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D)
 from kerasish.layers.recurrent import GRU, LSTM, SimpleRNN
@@ -41,7 +46,8 @@ SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, Time
                    Conv1D, UpSampling1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
                    GlobalAveragePooling1D, GlobalMaxPooling2D)
 
-BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + IMAGE_LAYERS + (
+BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + IMAGE_LAYERS + PREPROCESSING_LAYERS + (
+    MultiHeadAttention, Attention,
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
     Rescaling, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)}
@@ -95,4 +101,7 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
            "LayerNormalization", "Normalization", "UpSampling2D", "ZeroPadding2D", "Cropping2D",
            "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D", "SpatialDropout2D",
-           "GaussianNoise", "GaussianDropout", "Permute", "RepeatVector", "Identity"]
+           "GaussianNoise", "GaussianDropout", "Permute", "RepeatVector", "Identity",
+           "MultiHeadAttention", "Attention", "RandomFlip", "RandomRotation", "RandomZoom",
+           "RandomTranslation", "RandomCrop", "RandomContrast", "RandomBrightness", "Resizing",
+           "CenterCrop"]

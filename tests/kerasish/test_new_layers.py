@@ -201,17 +201,13 @@ def test_frozen_layers_compute_only_dx(on_device, make):
 
 @pytest.mark.parametrize("make,match", [
     (lambda: L.LayerNormalization(rms_scaling=True), "rms_scaling=True is not supported"),
-    (lambda: L.LayerNormalization(beta_regularizer="l2"), "beta_regularizer"),
     (lambda: L.Normalization(mean=1.0), "pass both mean and variance"),
     (lambda: L.UpSampling2D(interpolation="bilinear"), "interpolation='nearest'"),
     (lambda: L.ZeroPadding2D(data_format="channels_first"), "channels_last"),
     (lambda: L.Cropping2D(cropping=(1, -1)), "Cropping2D: expected `cropping`"),
     (lambda: L.Conv2DTranspose(2, 3, output_padding=1), "output_padding=None"),
     (lambda: L.Conv2DTranspose(2, 3, dilation_rate=2), "Conv2DTranspose: only dilation_rate"),
-    (lambda: L.Conv2DTranspose(2, 3, kernel_regularizer="l2"), "kernel_regularizer"),
     (lambda: L.DepthwiseConv2D(3, depth_multiplier=0), "depth_multiplier"),
-    (lambda: L.DepthwiseConv2D(3, depthwise_regularizer="l2"), "depthwise_regularizer"),
-    (lambda: L.SeparableConv2D(2, 3, pointwise_constraint="non_neg"), "pointwise_constraint"),
     (lambda: L.Conv2D(2, 3, strides=2, dilation_rate=2), "strides > 1"),
     (lambda: L.Conv2D(2, 3, groups=2), "groups"),
     (lambda: L.GaussianNoise(-1.0), "GaussianNoise: expected stddev >= 0"),
