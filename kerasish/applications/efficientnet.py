@@ -2,16 +2,14 @@
 keras.applications.EfficientNetB0: same layer names, order and weights (the stem's
 Normalization holds mean/variance/count, as Keras's, filled from the ImageNet file).
 
-Three layers come from applications/_layers.py (Keras behaviour kerasish.layers lacks
-today): the squeeze-excite Multiply broadcasts (B, 1, 1, C) over the map, stochastic
-depth is Dropout with noise_shape=(None, 1, 1, 1), and the ImageNet stem's Rescaling is
-per channel."""
+The squeeze-excite Multiply broadcasts (B, 1, 1, C) over the map, stochastic depth is
+Dropout with noise_shape=(None, 1, 1, 1), and the ImageNet stem's Rescaling is per
+channel: all kerasish.layers, so saved .keras files name Keras's own classes."""
 
 import copy
 import math
 
 from kerasish import layers
-from kerasish.applications import _layers
 from kerasish.applications import imagenet_utils as iu
 
 BASE_WEIGHTS_PATH = "https://storage.googleapis.com/keras-applications/"
@@ -71,13 +69,13 @@ def block(inputs, activation="swish", drop_rate=0.0, name="", filters_in=32,
         se = layers.Conv2D(filters, 1, padding="same", activation="sigmoid",
                            kernel_initializer=CONV_KERNEL_INITIALIZER,
                            name=f"{name}se_expand")(se)
-        x = _layers.Multiply(name=f"{name}se_excite")([x, se])
+        x = layers.Multiply(name=f"{name}se_excite")([x, se])
     x = _conv(filters_out, 1, f"{name}project_conv")(x)
     x = layers.BatchNormalization(axis=3, name=f"{name}project_bn")(x)
     if id_skip and strides == 1 and filters_in == filters_out:
         if drop_rate > 0:
-            x = _layers.Dropout(drop_rate, noise_shape=(None, 1, 1, 1),
-                                name=f"{name}drop")(x)
+            x = layers.Dropout(drop_rate, noise_shape=(None, 1, 1, 1),
+                               name=f"{name}drop")(x)
         x = layers.add([x, inputs], name=f"{name}add")
     return x
 
@@ -111,7 +109,7 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
     x = layers.Normalization(axis=3)(x)
     if weights == "imagenet":
         # Keras's own stem (1/sqrt(std), as it ships): the ImageNet weights expect it.
-        x = _layers.Rescaling([1.0 / math.sqrt(s) for s in IMAGENET_STDDEV_RGB])(x)
+        x = layers.Rescaling([1.0 / math.sqrt(s) for s in IMAGENET_STDDEV_RGB])(x)
     x = layers.ZeroPadding2D(padding=iu.correct_pad(x, 3), name="stem_conv_pad")(x)
     x = layers.Conv2D(round_filters(32), 3, strides=2, padding="valid", use_bias=False,
                       kernel_initializer=CONV_KERNEL_INITIALIZER, name="stem_conv")(x)

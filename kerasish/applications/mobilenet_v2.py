@@ -5,7 +5,6 @@ ImageNet files and models saved on either side load here."""
 import warnings
 
 from kerasish import layers
-from kerasish.applications import _layers
 from kerasish.applications import imagenet_utils as iu
 
 BASE_WEIGHT_PATH = ("https://storage.googleapis.com/tensorflow/"
@@ -38,7 +37,7 @@ def _inverted_res_block(inputs, expansion, stride, alpha, filters, block_id):
         x = layers.Conv2D(expansion * in_channels, 1, padding="same", use_bias=False,
                           name=f"{prefix}expand")(x)
         x = _bn(f"{prefix}expand_BN")(x)
-        x = _layers.ReLU(6.0, name=f"{prefix}expand_relu")(x)
+        x = layers.ReLU(6.0, name=f"{prefix}expand_relu")(x)
     else:
         prefix = "expanded_conv_"
     if stride == 2:
@@ -47,7 +46,7 @@ def _inverted_res_block(inputs, expansion, stride, alpha, filters, block_id):
                                padding="same" if stride == 1 else "valid",
                                name=f"{prefix}depthwise")(x)
     x = _bn(f"{prefix}depthwise_BN")(x)
-    x = _layers.ReLU(6.0, name=f"{prefix}depthwise_relu")(x)
+    x = layers.ReLU(6.0, name=f"{prefix}depthwise_relu")(x)
     x = layers.Conv2D(pointwise_filters, 1, padding="same", use_bias=False,
                       name=f"{prefix}project")(x)
     x = _bn(f"{prefix}project_BN")(x)
@@ -110,14 +109,14 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights="imagenet
     x = layers.Conv2D(_make_divisible(32 * alpha, 8), 3, strides=(2, 2), padding="same",
                       use_bias=False, name="Conv1")(img_input)
     x = _bn("bn_Conv1")(x)
-    x = _layers.ReLU(6.0, name="Conv1_relu")(x)
+    x = layers.ReLU(6.0, name="Conv1_relu")(x)
     for block_id, (filters, stride, expansion) in enumerate(_BLOCKS):
         x = _inverted_res_block(x, filters=filters, alpha=alpha, stride=stride,
                                 expansion=expansion, block_id=block_id)
     last = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = _bn("Conv_1_bn")(x)
-    x = _layers.ReLU(6.0, name="out_relu")(x)
+    x = layers.ReLU(6.0, name="out_relu")(x)
     if include_top:
         x = layers.GlobalAveragePooling2D()(x)
         iu.validate_activation(classifier_activation, weights)

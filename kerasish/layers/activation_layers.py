@@ -8,24 +8,34 @@ from kerasish.layers.layer import Layer
 
 
 class ReLU(Activation):
-    """max(x, 0), or a leaky ReLU with `negative_slope`; max_value and threshold must keep
-    their defaults (the kernels have no clipped or shifted ReLU)."""
+    """max(x, 0); a leaky ReLU with `negative_slope`; ReLU6 (min(max(x, 0), 6), the
+    "relu6" kernel) with max_value=6. Other max_values, max_value with a slope, and a
+    non-zero threshold are refused by name (the kernels have no general clipped or
+    shifted ReLU)."""
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
-        if max_value is not None or isinstance(threshold, bool) or threshold != 0:
-            raise ValueError(f"ReLU: max_value and threshold are not supported; expected "
-                             f"max_value=None, threshold=0; received max_value={max_value!r}, "
-                             f"threshold={threshold!r}")
         negative_slope = check_number("ReLU", "negative_slope", negative_slope, ">= 0",
                                       lambda v: v >= 0)
-        super().__init__("leaky_relu" if negative_slope else "relu", **kwargs)
-        self.negative_slope = float(negative_slope)
+        threshold = check_number("ReLU", "threshold", threshold, ">= 0", lambda v: v >= 0)
+        if max_value is not None:
+            max_value = check_number("ReLU", "max_value", max_value, ">= 0",
+                                     lambda v: v >= 0)
+        if threshold != 0 or max_value not in (None, 6.0) or (max_value and negative_slope):
+            raise ValueError(f"ReLU: max_value and threshold are not supported beyond "
+                             f"max_value=None or 6.0 (ReLU6, without negative_slope) and "
+                             f"threshold=0; received max_value={max_value!r}, "
+                             f"negative_slope={negative_slope!r}, threshold={threshold!r}")
+        kind = "relu6" if max_value == 6.0 else "leaky_relu" if negative_slope else "relu"
+        super().__init__(kind, **kwargs)
+        self.max_value = max_value
+        self.negative_slope = negative_slope
+        self.threshold = threshold
         if negative_slope:
             self.alpha = self.negative_slope
 
     def get_config(self):
-        return {**Layer.get_config(self), "max_value": None,
-                "negative_slope": self.negative_slope, "threshold": 0.0}
+        return {**Layer.get_config(self), "max_value": self.max_value,
+                "negative_slope": self.negative_slope, "threshold": self.threshold}
 
 
 class LeakyReLU(Activation):

@@ -1,12 +1,15 @@
-"""Dense, Activation, Flatten, Reshape and Dropout."""
+"""Dense, Activation, Rescaling, Flatten, Reshape and Dropout."""
 
 import math
 
 import numpy as np
 
+import kernels_numba
 from kerasish import activations
+from kerasish import config as kconfig
 from kerasish import random as kr
 from kerasish.layers.layer import Layer
+from kerasish.layers.step_buffer import StepCounter
 from kernels_numba import ops
 
 
@@ -168,25 +171,62 @@ class Activation(Layer):
 
 
 class Rescaling(Layer):
-    """y = x * scale + offset (Keras's preprocessing layer, e.g. Rescaling(1 / 255))."""
+    """y = x * scale + offset (Keras's preprocessing layer, e.g. Rescaling(1 / 255)).
+
+    scale and offset are numbers, or per-channel lists over the last axis (EfficientNet's
+    ImageNet stem): those run as ops.broadcast_binary with a (1, ..., C) device array."""
 
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
         for arg, value in (("scale", scale), ("offset", offset)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-                raise TypeError(f"Rescaling: expected a number for {arg} (per-channel lists "
-                                f"are not supported); received {arg}={value!r}")
-        self.scale, self.offset = float(scale), float(offset)
+            if isinstance(value, (list, tuple, np.ndarray)):
+                flat = np.asarray(value, np.float64).reshape(-1)
+                if flat.size == 0 or not np.all(np.isfinite(flat)):
+                    raise ValueError(f"Rescaling: expected {arg} to be a number or a "
+                                     f"non-empty list of finite numbers (one per channel); "
+                                     f"received {arg}={value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"Rescaling: expected {arg} to be a number or a per-channel "
+                                f"list; received {arg}={value!r}")
+        self._lists = [isinstance(v, (list, tuple, np.ndarray)) for v in (scale, offset)]
+        self.scale, self.offset = (
+            [float(x) for x in np.asarray(v, np.float64).reshape(-1)] if is_list else float(v)
+            for v, is_list in zip((scale, offset), self._lists))
+        self._factor = self._shift = None  # the per-channel (1, ..., C) device arrays
+
+    def build(self, input_shape):
+        if not any(self._lists):
+            return
+        channels = input_shape[-1]
+        arrays = []
+        for arg, value in (("scale", self.scale), ("offset", self.offset)):
+            flat = np.asarray(value, np.float32).reshape(-1)
+            if flat.size not in (1, channels):
+                raise ValueError(f"Rescaling {self.name}: {arg} has {flat.size} values for an "
+                                 f"input with {channels} channels (input_shape="
+                                 f"{tuple(input_shape)})")
+            shape = (1,) * (len(input_shape) - 1) + (flat.size,)
+            arrays.append(kernels_numba.to_device(flat.reshape(shape).copy(),
+                                                  kconfig.get_device()))
+        self._factor, self._shift = arrays
 
     def forward(self, y, x, training):
-        if self.offset:
+        if self._factor is not None:
+            ops.broadcast_binary(y, x, self._factor, kind="multiply")
+            if np.any(self.offset):
+                ops.broadcast_binary(y, y, self._shift, kind="add")
+        elif self.offset:
             ops.fill(y, self.offset)
             ops.axpy(y, x, self.scale)
         else:
             ops.scale(y, x, self.scale)
 
     def backward(self, dx, dy, x, y):
-        if dx is not None:
+        if dx is None:
+            return
+        if self._factor is not None:
+            ops.broadcast_binary_backward(dx, None, dy, x, self._factor, kind="multiply")
+        else:
             ops.scale(dx, dy, self.scale)
 
     def get_config(self):
@@ -247,11 +287,15 @@ class Reshape(Layer):
         return {**super().get_config(), "target_shape": list(self.target_shape)}
 
 
-class Dropout(Layer):
+class Dropout(StepCounter, Layer):
     """Randomly zeroes inputs at `rate` during training, scaling the rest by 1/(1-rate).
 
     Masks come from a counter-based hash of (seed, step, index): reproducible from
-    kerasish.utils.set_random_seed and identical on CPU and CUDA.
+    kerasish.utils.set_random_seed and identical on CPU and CUDA. `noise_shape` (Keras's:
+    None entries take the input's size, others must be 1 or that size) draws one mask of
+    that shape (ops.dropout_mask) and broadcasts it over the input, e.g. (None, 1, 1, 1)
+    drops whole samples (EfficientNet's stochastic depth). The step and its optional
+    device buffer (`step_buffer`, `advance_step()`) are layers/step_buffer.py's.
     """
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
@@ -259,40 +303,62 @@ class Dropout(Layer):
         self.rate = check_number("Dropout", "rate", rate, "in [0, 1)",
                                  lambda v: 0 <= v < 1)
         if noise_shape is not None:
-            raise ValueError("Dropout: noise_shape is not supported; received "
-                             f"noise_shape={noise_shape!r}")
+            try:
+                noise_shape = tuple(None if d is None else _positive_int(
+                    "Dropout", "noise_shape entries", d) for d in noise_shape)
+            except TypeError:
+                raise ValueError(f"Dropout: expected noise_shape to be None or a tuple of "
+                                 f"positive ints / None; received noise_shape="
+                                 f"{noise_shape!r}") from None
+        self.noise_shape = noise_shape
         self.seed = _seed("Dropout", seed)
-        self._seed = None
-        self._step = 0
+        self._init_steps()
+
+    def _mask_shape(self, batch_size):
+        """The drawn mask's shape for a batch (the input's with noise_shape's 1s)."""
+        full = (batch_size, *self.input_shape[1:])
+        if self.noise_shape is None:
+            return full
+        if len(self.noise_shape) != len(full) or any(
+                n not in (None, 1, d) for n, d in zip(self.noise_shape[1:], full[1:])):
+            raise ValueError(f"Dropout {self.name}: noise_shape={self.noise_shape} does not "
+                             f"broadcast to the input shape {tuple(self.input_shape)}")
+        return (batch_size, *(d if n is None else n
+                              for n, d in zip(self.noise_shape[1:], full[1:])))
 
     def build(self, input_shape):
         self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
+        if self.noise_shape is not None:
+            self.input_shape = tuple(input_shape)
+            self._mask_shape(None)  # checks noise_shape against the input now
 
     def scratch_shapes(self, batch_size):
-        return {"mask": ((batch_size, *self.input_shape[1:]), np.float32)}
+        return {"mask": (self._mask_shape(batch_size), np.float32)}
 
     def forward(self, y, x, training):
-        if training and self.rate > 0:
-            mask = self.scratch_view("mask", x.shape[0])
-            ops.dropout_forward(y, mask, x, rate=self.rate, seed=self._seed, step=self._step)
-            self._step += 1
-        else:
+        if not (training and self.rate > 0):
             ops.copy(y, x)
+        elif self.noise_shape is None:
+            mask = self.scratch_view("mask", x.shape[0])
+            ops.dropout_forward(y, mask, x, rate=self.rate, seed=self._seed,
+                                step=self._advance(x))
+        else:
+            mask = self.scratch_view("mask", x.shape[0])
+            ops.dropout_mask(mask, rate=self.rate, seed=self._seed, step=self._advance(mask))
+            ops.broadcast_binary(y, x, mask, kind="multiply")
 
     def backward(self, dx, dy, x, y):
         if dx is None:
             return
-        if self.rate > 0:
+        if self.rate <= 0:
+            ops.copy(dx, dy)
+        elif self.noise_shape is None:
             ops.dropout_backward(dx, dy, self.scratch_view("mask", dy.shape[0]))
         else:
-            ops.copy(dx, dy)
-
-    def get_extra_state(self):
-        """Mask seed and step, saved in checkpoints so resumed training is bit-identical."""
-        return {"seed": np.int64(self._seed), "step": np.int64(self._step)}
-
-    def set_extra_state(self, state):
-        self._seed, self._step = int(state["seed"]), int(state["step"])
+            ops.broadcast_binary_backward(dx, None, dy, x, self.scratch_view(
+                "mask", dy.shape[0]), kind="multiply")
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed, "noise_shape": None}
+        noise_shape = None if self.noise_shape is None else list(self.noise_shape)
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed,
+                "noise_shape": noise_shape}

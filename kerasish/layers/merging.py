@@ -8,8 +8,11 @@ where that input needs no gradient (dy may be overwritten).
 
 As in Keras, n inputs chain pairwise: output = op(output, inputs[i]) from the left, and
 backward follows the chain (for 3+ inputs Multiply, Maximum and Minimum keep the
-intermediate results in scratch). Inputs must have one shape: Keras's broadcasting of
-size-1 dimensions and of different ranks is refused by name.
+intermediate results in scratch). Inputs have one shape, or (two inputs of one rank,
+Add/Subtract/Multiply/Average/Maximum/Minimum) per-sample shapes whose size-1
+dimensions broadcast as in Keras (a squeeze-excite gate (B, 1, 1, C) times a (B, H, W, C)
+map): one ops.broadcast_binary launch, its backward summing over the broadcast axes.
+Broadcasting across ranks or over 3+ inputs is refused by name.
 """
 
 import numpy as np
@@ -36,6 +39,23 @@ def _as_shapes(layer, input_shape):
     return shapes, (batches.pop() if batches else None)
 
 
+def _broadcast_dims(a, b):
+    """NumPy broadcasting of two per-sample shapes of one rank (None: unknown size)."""
+    if len(a) != len(b):
+        return None
+    out = []
+    for i, j in zip(a, b):
+        if i == j or j == 1:
+            out.append(i)
+        elif i == 1:
+            out.append(j)
+        elif i is None or j is None:
+            out.append(j if i is None else i)
+        else:
+            return None
+    return tuple(out)
+
+
 def _same_dims(a, b):
     """Per-sample dims that agree where both are known (None matches anything)."""
     if len(a) != len(b):
@@ -52,8 +72,12 @@ class Merge(Layer):
     """Base of the elementwise merges: validates the list of equal input shapes."""
 
     MIN_INPUTS, MAX_INPUTS = 1, None
+    BROADCAST = None  # ops.broadcast_binary kind when two inputs broadcast
+    BROADCAST_SCALE = 1.0  # then the result (and gradients) times this (Average: 0.5)
+    _broadcasting = False
 
     def _merged_shape(self, input_shape):
+        """((batch, *dims), input count, whether size-1 dimensions broadcast)."""
         shapes, batch = _as_shapes(self, input_shape)
         count = len(shapes)
         if count < self.MIN_INPUTS or (self.MAX_INPUTS and count > self.MAX_INPUTS):
@@ -65,14 +89,19 @@ class Merge(Layer):
         for s in shapes[1:]:
             inner = _same_dims(inner, s[1:])
             if inner is None:
-                raise ValueError(
-                    f"{type(self).__name__} '{self.name}': expected inputs of one shape "
-                    f"(broadcasting size-1 dimensions or ranks is not supported); "
-                    f"received input_shape={shapes}")
-        return (batch, *inner), count
+                break
+        broadcasting = inner is None and count == 2 and self.BROADCAST is not None
+        if broadcasting:
+            inner = _broadcast_dims(shapes[0][1:], shapes[1][1:])
+        if inner is None:
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}': expected inputs of one shape (or two "
+                f"of one rank whose size-1 dimensions broadcast; broadcasting across ranks "
+                f"or over 3+ inputs is not supported); received input_shape={shapes}")
+        return (batch, *inner), count, broadcasting
 
     def build(self, input_shape):
-        shape, self._count = self._merged_shape(input_shape)
+        shape, self._count, self._broadcasting = self._merged_shape(input_shape)
         self._inner = shape[1:]
         self.built = True
 
@@ -86,17 +115,37 @@ class Merge(Layer):
                              f"inputs; received {got}")
         return xs
 
+    def forward(self, y, x, training):
+        x = self._inputs(x)
+        if not self._broadcasting:
+            return self._forward(y, x)
+        ops.broadcast_binary(y, x[0], x[1], kind=self.BROADCAST)
+        if self.BROADCAST_SCALE != 1.0:
+            ops.scale(y, y, self.BROADCAST_SCALE)
+
+    def backward(self, dx, dy, x, y):
+        if not self._broadcasting:
+            return self._backward(dx, dy, x, y)
+        if dx[0] is None and dx[1] is None:
+            return
+        ops.broadcast_binary_backward(dx[0], dx[1], dy, x[0], x[1], kind=self.BROADCAST)
+        if self.BROADCAST_SCALE != 1.0:
+            for d in dx:
+                if d is not None:
+                    ops.scale(d, d, self.BROADCAST_SCALE)
+
 
 class Add(Merge):
     """y = inputs[0] + inputs[1] + ... (elementwise)."""
 
-    def forward(self, y, x, training):
-        x = self._inputs(x)
+    BROADCAST = "add"
+
+    def _forward(self, y, x):
         ops.copy(y, x[0])
         for xi in x[1:]:
             ops.axpy(y, xi, 1.0)  # y + 1*x is exactly y + x: Keras's left-to-right sum
 
-    def backward(self, dx, dy, x, y):
+    def _backward(self, dx, dy, x, y):
         for d in dx:
             if d is not None:
                 ops.copy(d, dy)
@@ -105,14 +154,14 @@ class Add(Merge):
 class Subtract(Merge):
     """y = inputs[0] - inputs[1] (exactly 2 inputs)."""
 
+    BROADCAST = "subtract"
     MIN_INPUTS = MAX_INPUTS = 2
 
-    def forward(self, y, x, training):
-        x = self._inputs(x)
+    def _forward(self, y, x):
         ops.copy(y, x[0])
         ops.axpy(y, x[1], -1.0)
 
-    def backward(self, dx, dy, x, y):
+    def _backward(self, dx, dy, x, y):
         if dx[0] is not None:
             ops.copy(dx[0], dy)
         if dx[1] is not None:
@@ -122,14 +171,15 @@ class Subtract(Merge):
 class Average(Merge):
     """y = (inputs[0] + ... + inputs[n-1]) / n."""
 
-    def forward(self, y, x, training):
-        x = self._inputs(x)
+    BROADCAST, BROADCAST_SCALE = "add", 0.5  # two inputs: (a + b) / 2
+
+    def _forward(self, y, x):
         ops.copy(y, x[0])
         for xi in x[1:]:
             ops.axpy(y, xi, 1.0)
         ops.scale(y, y, 1.0 / len(x))
 
-    def backward(self, dx, dy, x, y):
+    def _backward(self, dx, dy, x, y):
         for d in dx:
             if d is not None:
                 ops.scale(d, dy, 1.0 / len(dx))
@@ -152,14 +202,13 @@ class _Chained(Merge):
             return y
         return self.scratch_view(f"chain_{i}", x[0].shape[0])
 
-    def forward(self, y, x, training):
-        x = self._inputs(x)
+    def _forward(self, y, x):
         if len(x) == 1:
             ops.copy(y, x[0])
         for i in range(1, len(x)):
             self._op(self._partial(i, x, y), self._partial(i - 1, x, y), x[i])
 
-    def backward(self, dx, dy, x, y):
+    def _backward(self, dx, dy, x, y):
         # g is the gradient wrt out_i, kept in dy (overwritable) while walking back.
         if len(dx) == 1:
             if dx[0] is not None:
@@ -178,6 +227,8 @@ class _Chained(Merge):
 class Multiply(_Chained):
     """y = inputs[0] * inputs[1] * ... (elementwise)."""
 
+    BROADCAST = "multiply"
+
     _op = staticmethod(ops.multiply)
 
     def _step_back(self, dprev, dxi, g, prev, xi):
@@ -192,6 +243,8 @@ class Maximum(_Chained):
 
     Backward as Keras 3's torch/jax backends: ties split the gradient in halves."""
 
+    BROADCAST = "maximum"
+
     _op = staticmethod(ops.maximum)
 
     def _step_back(self, dprev, dxi, g, prev, xi):
@@ -200,6 +253,8 @@ class Maximum(_Chained):
 
 class Minimum(_Chained):
     """y = min(inputs[0], inputs[1], ...) elementwise, NaN if any input is NaN."""
+
+    BROADCAST = "minimum"
 
     _op = staticmethod(ops.minimum)
 

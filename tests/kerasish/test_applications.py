@@ -2,8 +2,9 @@
 names/classes and model names equal Keras's for every architecture; weight files cross
 both ways (native .weights.h5, and the legacy layout Keras's ImageNet files use, passed
 as `weights=path`); Keras's argument errors; the offline ImageNet download error; the
-EfficientNet helper layers (broadcast Multiply, noise_shape Dropout, per-channel
-Rescaling, ReLU6) against Keras; one fit step. Small inputs keep it quick on CPU."""
+Keras features EfficientNet/MobileNetV2 use (broadcast Multiply, noise_shape Dropout,
+per-channel Rescaling, ReLU6) against Keras; whole .keras/.h5 model files both ways; one
+fit step. Small inputs keep it quick on CPU."""
 
 import os
 import socket
@@ -17,7 +18,7 @@ os.environ.setdefault("KERAS_BACKEND", "torch")
 
 import kerasish  # noqa: E402
 from kerasish import applications as A  # noqa: E402
-from kerasish.applications import _layers, imagenet_utils  # noqa: E402
+from kerasish.applications import imagenet_utils  # noqa: E402
 from kerasish.utils import file_utils  # noqa: E402
 
 # name -> the smallest input Keras allows (Xception: 71), and per-model extras.
@@ -75,7 +76,7 @@ def _randomized(real_model, seed=0):
     real_model.set_weights(out)
 
 
-CROSS = {  # MobileNetV2: ReLU6 and depthwise; EfficientNetB0: the _layers helpers.
+CROSS = {  # MobileNetV2: ReLU6 and depthwise; EfficientNetB0: broadcasts, noise_shape.
     "MobileNetV2": dict(alpha=0.35, input_shape=(32, 32, 3), classes=5),
     "EfficientNetB0": dict(input_shape=(32, 32, 3), classes=4),
 }
@@ -111,8 +112,8 @@ def test_weights_cross_with_keras(name, tmp_path):
 
 
 def test_whole_model_files_cross_with_keras(tmp_path):
-    """A saved MobileNetV2 (its ReLU(6) is an applications/_layers class): our .h5 loads
-    in Keras; Keras's .keras loads here with applications.CUSTOM_OBJECTS."""
+    """A saved MobileNetV2 (ReLU(6.0) is kerasish.layers.ReLU): our .h5 and .keras files
+    load in Keras with Keras's predictions; Keras's .keras loads here, no custom_objects."""
     real = _real()
     theirs, ours = _both(real, "MobileNetV2", **CROSS["MobileNetV2"])
     _randomized(theirs, seed=2)
@@ -122,9 +123,14 @@ def test_whole_model_files_cross_with_keras(tmp_path):
     ours.save(tmp_path / "ours.h5")
     back = real.models.load_model(tmp_path / "ours.h5", compile=False)
     assert np.abs(back.predict(x, verbose=0) - expected).max() <= 1e-5
+    ours.save(tmp_path / "ours.keras")
+    back = real.models.load_model(tmp_path / "ours.keras", compile=False)
+    assert [type(la).__module__.split(".")[0] for la in back.layers] == \
+        ["keras"] * len(back.layers)
+    assert np.abs(back.predict(x, verbose=0) - expected).max() <= 1e-5
     theirs.save(tmp_path / "theirs.keras")
-    mine = kerasish.models.load_model(tmp_path / "theirs.keras", compile=False,
-                                      custom_objects=A.CUSTOM_OBJECTS)
+    mine = kerasish.models.load_model(tmp_path / "theirs.keras", compile=False)
+    assert A.CUSTOM_OBJECTS == {}
     assert [la.name for la in mine.layers] == [la.name for la in theirs.layers]
     assert np.abs(mine.predict(x, verbose=0) - expected).max() <= 1e-5
 
@@ -218,7 +224,7 @@ def test_preprocess_input_equals_keras():
         A.imagenet_utils.preprocess_input(x, mode="pytorch")
 
 
-def test_helper_layers_train_like_keras():
+def test_application_layers_train_like_keras():
     """Broadcast Multiply (both gradients), per-channel Rescaling and ReLU(6): one SGD
     step on the same weights gives Keras's weights and predictions."""
     real = _real()
@@ -234,8 +240,8 @@ def test_helper_layers_train_like_keras():
     real.utils.set_random_seed(0)
     theirs = real.Model(*build(real.layers, real.layers.Multiply, real.layers.Rescaling,
                                real.layers.ReLU))
-    ours = kerasish.Model(*build(kerasish.layers, _layers.Multiply, _layers.Rescaling,
-                                 _layers.ReLU))
+    ours = kerasish.Model(*build(kerasish.layers, kerasish.layers.Multiply,
+                                 kerasish.layers.Rescaling, kerasish.layers.ReLU))
     ours.set_weights(theirs.get_weights())
     rng = np.random.default_rng(3)
     x = rng.normal(scale=3.0, size=(6, 4, 5, 3)).astype(np.float32)  # some values pass 6
@@ -263,22 +269,25 @@ def _run_dropout(layer, x, training, dy=None):
     return y, dx
 
 
+_Dropout = kerasish.layers.Dropout
+
+
 def test_noise_shape_dropout_drops_whole_samples():
     x = np.random.default_rng(4).normal(size=(64, 3, 2, 5)).astype(np.float32)
     dy = np.random.default_rng(5).normal(size=x.shape).astype(np.float32)
-    layer = _layers.Dropout(0.5, noise_shape=(None, 1, 1, 1), seed=7)
+    layer = _Dropout(0.5, noise_shape=(None, 1, 1, 1), seed=7)
     y, dx = _run_dropout(layer, x, True, dy)
     kept = np.array([np.array_equal(y[i], x[i] * 2.0) for i in range(len(x))])
     dropped = np.array([not y[i].any() for i in range(len(x))])
     assert np.all(kept ^ dropped) and 16 < kept.sum() < 48  # one draw per sample
     np.testing.assert_array_equal(dx, dy * np.where(kept, 2.0, 0.0)[:, None, None, None])
-    again, _ = _run_dropout(_layers.Dropout(0.5, noise_shape=(None, 1, 1, 1), seed=7), x, True)
+    again, _ = _run_dropout(_Dropout(0.5, noise_shape=(None, 1, 1, 1), seed=7), x, True)
     np.testing.assert_array_equal(again, y)  # same seed, same mask
-    same, _ = _run_dropout(_layers.Dropout(0.5, noise_shape=(None, 1, 1, 1)), x, False)
+    same, _ = _run_dropout(_Dropout(0.5, noise_shape=(None, 1, 1, 1)), x, False)
     np.testing.assert_array_equal(same, x)  # identity at inference
     assert layer.get_config()["noise_shape"] == [None, 1, 1, 1]
     with pytest.raises(ValueError, match="does not broadcast"):
-        _run_dropout(_layers.Dropout(0.5, noise_shape=(None, 2, 1, 1)), x, True)
+        _run_dropout(_Dropout(0.5, noise_shape=(None, 2, 1, 1)), x, True)
 
 
 def test_one_fit_step():
@@ -303,7 +312,7 @@ def test_transfer_learning_with_a_frozen_base():
     inputs = kerasish.Input((32, 32, 3))
     x = kerasish.layers.Rescaling(1 / 127.5, offset=-1)(inputs)
     x = kerasish.layers.GlobalAveragePooling2D()(base(x, training=False))
-    model = kerasish.Model(inputs, kerasish.layers.Dense(1)(kerasish.layers.Dropout(0.2)(x)))
+    model = kerasish.Model(inputs, kerasish.layers.Dense(1)(_Dropout(0.2)(x)))
     model.compile("adam", kerasish.losses.BinaryCrossentropy(from_logits=True))
     assert len(model.trainable_weights) == 2
     frozen = [w.copy() for w in base.get_weights()]

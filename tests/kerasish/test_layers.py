@@ -127,5 +127,7 @@ def test_rescaling_layer():
     np.testing.assert_allclose(model(x.astype(np.float32)), x / 255 - 0.5, rtol=1e-6, atol=1e-7)
     clone = layers.deserialize(layers.serialize(layer))
     assert (clone.scale, clone.offset) == (layer.scale, layer.offset)
-    with pytest.raises(TypeError, match="per-channel lists are not supported"):
-        layers.Rescaling([1.0, 2.0])
+    with pytest.raises(TypeError, match="expected scale to be a number or a per-channel list"):
+        layers.Rescaling("2")
+    with pytest.raises(ValueError, match=r"non-empty list of finite numbers.*offset=\[nan\]"):
+        layers.Rescaling(2.0, offset=[float("nan")])

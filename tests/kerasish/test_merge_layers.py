@@ -25,6 +25,14 @@ CASES = [
     ("maximum2", lambda L: L.Maximum(), [(2, 3), (2, 3)]),
     ("maximum3", lambda L: L.Maximum(), [(3, 1, 4)] * 3),
     ("minimum3", lambda L: L.Minimum(), [(2, 5)] * 3),
+    # Keras's broadcasting of size-1 dimensions (two inputs of one rank).
+    ("multiply_gate", lambda L: L.Multiply(), [(2, 3, 2, 3), (2, 1, 1, 3)]),
+    ("multiply_both", lambda L: L.Multiply(), [(2, 1, 3), (2, 2, 1)]),
+    ("add_bcast", lambda L: L.Add(), [(2, 1, 3), (2, 2, 3)]),
+    ("subtract_bcast", lambda L: L.Subtract(), [(2, 2, 1), (2, 2, 3)]),
+    ("average_bcast", lambda L: L.Average(), [(2, 3, 1), (2, 3, 2)]),
+    ("maximum_bcast", lambda L: L.Maximum(), [(2, 1, 4), (2, 3, 4)]),
+    ("minimum_bcast", lambda L: L.Minimum(), [(2, 3, 1), (2, 1, 2)]),
     ("concat_last", lambda L: L.Concatenate(), [(2, 3), (2, 1), (2, 4)]),
     ("concat_axis1", lambda L: L.Concatenate(axis=1), [(2, 2, 3), (2, 1, 3)]),
     ("concat_axis_m2", lambda L: L.Concatenate(axis=-2), [(1, 3, 2, 2), (1, 3, 1, 2)]),
@@ -177,10 +185,15 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match=r"Add 'add': expected inputs of one shape .*"
                                          r"received input_shape=\[\(None, 3\), \(None, 4\)\]"):
         layers.Add().build([(None, 3), (None, 4)])
-    with pytest.raises(ValueError, match="broadcasting"):
-        layers.Maximum().build([(None, 1), (None, 4)])
-    with pytest.raises(ValueError, match="broadcasting"):
+    with pytest.raises(ValueError, match=r"broadcasting across ranks or over 3\+ inputs"):
+        layers.Maximum().build([(None, 1, 4), (None, 4, 4), (None, 4, 1)])
+    with pytest.raises(ValueError, match="broadcasting across ranks"):
         layers.Multiply().build([(None, 2, 4), (None, 4)])
+    with pytest.raises(ValueError, match=r"received input_shape=\[\(None, 2, 4\), "
+                                         r"\(None, 3, 1\)\]"):
+        layers.Multiply().build([(None, 2, 4), (None, 3, 1)])
+    assert layers.Maximum().compute_output_shape([(None, 1, 4), (None, 3, 1)]) == \
+        (None, 3, 4)
     with pytest.raises(ValueError, match="should be called on a list"):
         layers.Average().build((None, 3))
     with pytest.raises(ValueError, match="different batch sizes"):
