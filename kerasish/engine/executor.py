@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 import kernels_numba
-from kerasish.engine import launch_plan
+from kerasish.engine import fused_loss, launch_plan
 from kerasish.engine.plan import PREDICT, TEST, TRAIN, Plan  # noqa: F401 (re-exported)
 from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import batched, elements, plan_storage
@@ -109,6 +109,8 @@ class Executor:
             self.loss_scratch.append({
                 k: self._alloc("losses", f"loss {i}/{k}", shape_, dt) for k, (shape_, dt)
                 in loss.scratch_shapes(rows, shape[-1]).items()})
+        # softmax + sparse CE outputs: one fused launch per training step
+        self.fused = fused_loss.find(self) if self.mode == TRAIN else {}
 
     def _alloc(self, kind, name, shape, dtype):
         self.sizes.append((kind, name, tuple(shape), np.dtype(dtype)))
@@ -229,15 +231,18 @@ class Executor:
         each variable's `.grad`) the optimizer update for one batch."""
         model = self.model
         s = self._begin(x, y)
+        for f in self.fused.values():
+            f.layer.defer_softmax(True)  # its logits go to the fused loss (engine/fused_loss.py)
         try:
             ready = launch_plan.replayable(self, s, TRAIN)
             if ready:
                 ready[0].replay()
             else:
                 fwd = launch_plan.captured(self, lambda: self.forward(s, True))
+            fused_loss.run(self, s, self.fused)
             self._loss_and_metrics(s)
             for k, (loss, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
-                if dy_pred is not None:
+                if dy_pred is not None and s.loss_outputs[k] not in self.fused:
                     loss.backward(dy_pred, y_pred, y_true, scale, scratch)
                     weights = s.sample_weights[s.loss_outputs[k]]
                     if weights is not None:
@@ -247,13 +252,16 @@ class Executor:
             if ready:
                 ready[1].replay()
             else:
-                launch_plan.remember(self, s, TRAIN, fwd, launch_plan.captured(self, lambda: self.backward(s)))
+                launch_plan.remember(self, s, TRAIN, fwd,
+                                     launch_plan.captured(self, lambda: self.backward(s)))
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             if apply:
                 model.optimizer.apply(self._variables)
         finally:
+            for f in self.fused.values():
+                f.layer.defer_softmax(False)
             self._end(x)
 
     def test_step(self, x, y):
@@ -277,7 +285,10 @@ class Executor:
 
     def _loss_and_metrics(self, s):
         model = self.model
+        fused = getattr(self, "fused", {})
         for i, (loss, y_pred, y_true, per_row, scratch, _, _) in enumerate(s.losses):
+            if s.loss_outputs[i] in fused:
+                continue  # fused_loss.run did this output's loss
             loss.forward(per_row, y_pred, y_true, scratch)
             weights = s.sample_weights[s.loss_outputs[i]]
             if weights is not None:  # Keras: sum(w * loss) / rows
@@ -291,8 +302,10 @@ class Executor:
         for i, metrics in enumerate(model._output_metrics):
             if metrics:
                 y_pred, y_true, rows = s.output_rows[i], s.targets[i], s.n_rows[i]
+                counted = fused[i].metric if i in fused else None
                 for metric in metrics:
-                    metric.update(y_pred, y_true, rows)
+                    if metric is not counted:
+                        metric.update(y_pred, y_true, rows)
 
 
 class Step:

@@ -1,0 +1,76 @@
+"""Softmax + sparse categorical cross-entropy in one launch, for a training plan.
+
+When a model output is a Dense(activation="softmax") layer's, its loss is sparse
+categorical cross-entropy on probabilities, unweighted and unmasked, and nothing else
+sends a gradient into that output, a training step needs neither the softmax forward,
+nor the loss forward, its sum, the accuracy count, the loss backward or the softmax
+backward as separate launches: the Dense layer writes only its logits
+(`defer_softmax`), and `ops.softmax_sparse_ce_train` writes the probabilities, adds
+the batch's loss to the loss tracker and its matches to a sparse-accuracy metric, and
+writes the logits' gradient where the Dense backward reads dy. The values are those of
+the unfused chain (the same clipped loss and its exact gradient).
+"""
+
+import numpy as np
+
+from kerasish.layers.core import Dense
+from kerasish.losses.crossentropy import SparseCategoricalCrossentropy
+from kerasish.metrics.accuracy import SparseCategoricalAccuracy
+from kernels_numba import ops
+
+
+class FusedOutput:
+    """One fused output: its Dense layer, the call's logits scratch, the metric it counts."""
+
+    def __init__(self, index, layer, logits, metric, workspace):
+        self.index, self.layer, self.logits, self.metric = index, layer, logits, metric
+        self.workspace = workspace
+
+
+def find(ex):
+    """{output index: FusedOutput} for the executor's plan (training only)."""
+    plan, g = ex.plan, ex.plan.graph
+    found = {}
+    if ex.weighted:
+        return found
+    producer = {t: (k, call) for k, call in enumerate(g.calls) for t in call.outputs}
+    for i, t in enumerate(g.output_ids):
+        loss = plan.losses[i]
+        k, call = producer.get(t, (None, None))
+        if call is None or not _fusable(loss, call, plan.writers[t], i, g.shapes[t]):
+            continue
+        metric = next((m for m in ex.model._output_metrics[i]
+                       if type(m) is SparseCategoricalAccuracy), None)
+        rows = ex.output_rows[i]
+        ws = ex._alloc("losses", f"loss {i}/fused workspace",
+                       ops.softmax_sparse_ce_train_workspace_shape(rows), np.float32)
+        found[i] = FusedOutput(i, call.layer, ex.call_scratch[k]["z"], metric, ws)
+    return found
+
+
+def _fusable(loss, call, writers, i, shape):
+    layer = call.layer
+    return (type(loss) is SparseCategoricalCrossentropy and not loss.from_logits
+            and loss.reduction == "sum_over_batch_size" and type(layer) is Dense
+            and layer.activation == "softmax" and len(shape) == 2
+            and call.mask_in is None and call.mask_out is None
+            and writers == [("loss", i)])
+
+
+def run(ex, s, fused):
+    """The fused outputs' launches for step s; returns the indices it handled."""
+    model = ex.model
+    for k, (_, y_pred, y_true, _, _, scale, dy_pred) in enumerate(s.losses):
+        i = s.loss_outputs[k]
+        f = fused.get(i)
+        if f is None:
+            continue
+        rows = y_pred.shape[0]
+        metric = f.metric
+        ops.softmax_sparse_ce_train(
+            y_pred, dy_pred, model._loss_trackers[i].acc,
+            None if metric is None else metric.acc, f.logits[:rows], y_true, scale=scale,
+            workspace=f.workspace)
+        model._loss_trackers[i].count += rows
+        if metric is not None:
+            metric.count += rows
