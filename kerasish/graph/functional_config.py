@@ -5,7 +5,9 @@
      "input_layers": [name, node_index, tensor_index] (or a list / dict of them),
      "output_layers": likewise}
 
-A node is Keras 3's {"args": [tensor or [tensors]], "kwargs": {}} with tensors as
+A node is Keras 3's {"args": [tensor or [tensors]], "kwargs": {}} (attention layers,
+through their `node_arguments`: {"args": [query, value], "kwargs": {"attention_mask":
+tensor, "use_causal_mask": true}}, as Keras writes them) with tensors as
 {"class_name": "__keras_tensor__", "config": {"shape", "dtype", "keras_history":
 [layer, node_index, tensor_index]}}, or tf.keras 2's [[layer, node, tensor, kwargs], ...].
 Node indices count only the nodes inside this model, from 0 (a nested Functional's
@@ -54,6 +56,17 @@ def _struct(value, fn):
     return fn(value)
 
 
+def _node_config(layer, node, index):
+    """Keras 3's {"args", "kwargs"} of one call: `layer(inputs)`, or for a layer with
+    `node_arguments` (attention: masks and flags are call arguments) its own split."""
+    as_tensor = lambda t: _tensor(t, index)  # noqa: E731
+    if callable(getattr(layer, "node_arguments", None)):
+        args, kwargs = layer.node_arguments(list(node.input_structure))
+        as_tensor = lambda t: _tensor(t, index) if isinstance(t, KerasTensor) else t  # noqa
+        return {"args": _struct(args, as_tensor), "kwargs": _struct(kwargs, as_tensor)}
+    return {"args": [_struct(node.input_structure, as_tensor)], "kwargs": {}}
+
+
 def get_config(model):
     from kerasish import layers as klayers
     from kerasish.saving import serialization
@@ -68,9 +81,7 @@ def get_config(model):
         entry = klayers.serialize(layer)
         entry["class_name"] = serialization.get_registered_name(layer)
         entry["name"] = layer.name
-        entry["inbound_nodes"] = [
-            {"args": [_struct(n.input_structure, lambda t: _tensor(t, index))], "kwargs": {}}
-            for n in nodes]
+        entry["inbound_nodes"] = [_node_config(layer, n, index) for n in nodes]
         entries.append(entry)
     return {"name": model.name, "trainable": model.trainable, "layers": entries,
             "input_layers": _struct(model._inputs_struct, lambda t: _history(t, index)),
@@ -117,14 +128,41 @@ def _revive(value, created, where):
     return value
 
 
-def _node_inputs(node_data, created, where):
-    """The input (a tensor or a list) of one saved node, Keras 3's or tf.keras 2's."""
+def _leaves(value):
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _leaves(v)]
+    return [value]
+
+
+def _node_call(layer, node_data, created, where):
+    """(args, kwargs) for calling `layer` as one saved node, Keras 3's or tf.keras 2's.
+    Layers with `node_arguments` take Keras's call as written (several positional
+    arguments, tensor and flag kwargs); every other layer takes one input (a tensor or
+    a list) and its non-tensor kwargs (`training`, `mask=None`) are dropped, as before."""
     if isinstance(node_data, dict):
-        args = node_data.get("args")
-        if not isinstance(args, list) or len(args) != 1:
-            raise ValueError(f"Invalid Functional config in {where}: expected a node with "
-                             f"one positional argument; received {node_data!r:.200}")
-        value = _revive(args[0], created, where)
+        args, kwargs = node_data.get("args"), node_data.get("kwargs") or {}
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise ValueError(f"Invalid Functional config in {where}: a node of layer "
+                             f"'{layer.name}' needs a list 'args' and a dict 'kwargs'; "
+                             f"received {node_data!r:.200}")
+        args, kwargs = _revive(args, created, where), _revive(kwargs, created, where)
+        if callable(getattr(layer, "node_arguments", None)):
+            tensors = _leaves(args) + _leaves(kwargs)
+            if not any(isinstance(t, KerasTensor) for t in tensors):
+                raise ValueError(f"Invalid Functional config in {where}: a node of layer "
+                                 f"'{layer.name}' has no input tensors "
+                                 f"({node_data!r:.200})")
+            return args, kwargs
+        tensor_kwargs = sorted(k for k, v in kwargs.items()
+                               if any(isinstance(t, KerasTensor) for t in _leaves(v)))
+        if len(args) != 1 or tensor_kwargs:
+            raise ValueError(f"Invalid Functional config in {where}: layer '{layer.name}' "
+                             f"({type(layer).__name__}) takes one input (a tensor or a "
+                             f"list); its node has {len(args)} positional argument(s) and "
+                             f"tensor kwargs {tensor_kwargs}")
+        value = args[0]
     elif isinstance(node_data, list) and all(_is_ref(r) for r in node_data) and node_data:
         value = [_lookup(created, r, where) for r in node_data]  # tf.keras 2 form
         value = value[0] if len(value) == 1 else value
@@ -135,7 +173,7 @@ def _node_inputs(node_data, created, where):
     if not leaves or not all(isinstance(t, KerasTensor) for t in leaves):
         raise ValueError(f"Invalid Functional config in {where}: a node's inputs are not "
                          f"all tensors ({node_data!r:.200})")
-    return value
+    return [value], {}
 
 
 def from_config(cls, config, custom_objects=None, where="the model config"):
@@ -166,10 +204,10 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
             layer, nodes = item
             while nodes:
                 try:
-                    inputs = _node_inputs(nodes[0], created, where)
+                    args, kwargs = _node_call(layer, nodes[0], created, where)
                 except _NotReady:
                     break
-                layer(inputs)
+                layer(*args, **kwargs)
                 nodes.pop(0)
                 progressed = True
         if not progressed:

@@ -175,6 +175,15 @@ class MultiHeadAttention(Layer):
             self._params[group] = (kern, bias)
         self.built = True
 
+    def get_build_config(self):
+        """Keras 3's build_config: its build() takes the query/value(/key) shapes by name
+        (the mask is a call argument, not a build shape)."""
+        if not self.built:
+            return None
+        shapes = [list(s) for s in self.input_shape]
+        names = ["query_shape", "value_shape"] + (["key_shape"] if self._options[0] else [])
+        return {"shapes_dict": dict(zip(names, shapes))}
+
     def native_groups(self):
         """Keras 3's `.weights.h5` subgroups: {group: ("EinsumDense", name, [vars])}."""
         return {attr: ("EinsumDense", group, [w for w in self._params[group] if w is not None])

@@ -53,6 +53,11 @@ def native_entry(layer):
                                             "backward_layer": native_entry(layer.backward_layer)})
     if isinstance(layer, wrappers.TimeDistributed):
         return (cls, layer.name, [], None, {"layer": native_entry(layer.layer)})
+    if callable(getattr(layer, "native_groups", None)) and getattr(layer, "built", False):
+        # MultiHeadAttention's EinsumDenses (Keras's empty _softmax/_dropout_layer groups
+        # are not needed: Keras loads files without them)
+        return (cls, layer.name, [], None, {g: (c, n, vs, None, None)
+                                            for g, (c, n, vs) in layer.native_groups().items()})
     return (cls, layer.name, legacy_weights(layer), None, None)
 
 
