@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 import kernels_numba
-from kerasish.engine import fused_loss, launch_plan
+from kerasish.engine import fused_loss, launch_plan, regularization
 from kerasish.engine.plan import PREDICT, TEST, TRAIN, Plan  # noqa: F401 (re-exported)
 from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import batched, elements, plan_storage
@@ -31,7 +31,7 @@ def _memory_bytes():
 
 # A plan larger than this is refused with the bytes it needs (not a MemoryError later).
 MAX_PLAN_BYTES = int(os.environ.get("KERASISH_MAX_PLAN_BYTES", str(int(_memory_bytes() * 0.8))))
-_CALL, _ZERO, _ADD, _COPY = range(4)
+_CALL, _ZERO, _ADD, _COPY, _ACTIVITY = range(5)
 
 
 def _bytes(shape, dtype=np.float32):
@@ -111,6 +111,7 @@ class Executor:
                 in loss.scratch_shapes(rows, shape[-1]).items()})
         # softmax + sparse CE outputs: one fused launch per training step
         self.fused = fused_loss.find(self) if self.mode == TRAIN else {}
+        self.penalties = regularization.Penalties(self) if self.mode != PREDICT else None
 
     def _alloc(self, kind, name, shape, dtype):
         self.sizes.append((kind, name, tuple(shape), np.dtype(dtype)))
@@ -221,6 +222,8 @@ class Executor:
                     layer.backward(dx, dy, x, y, mask=mask)
             elif kind == _ADD:
                 ops.axpy(entry[1], entry[2], 1.0)
+            elif kind == _ACTIVITY:
+                self.penalties.run_activity(entry[1])
             elif kind == _ZERO:
                 ops.fill(entry[1], 0.0)
             else:
@@ -233,7 +236,9 @@ class Executor:
         s = self._begin(x, y)
         for f in self.fused.values():
             f.layer.defer_softmax(True)  # its logits go to the fused loss (engine/fused_loss.py)
+        reg = self.penalties
         try:
+            reg.begin()
             ready = launch_plan.replayable(self, s, TRAIN)
             if ready:
                 ready[0].replay()
@@ -254,11 +259,16 @@ class Executor:
             else:
                 launch_plan.remember(self, s, TRAIN, fwd,
                                      launch_plan.captured(self, lambda: self.backward(s)))
+            if reg.active:  # regularizers: their penalties and gradients
+                reg.add_activity_values(s, s.activity_done)
+                reg.add_weights(train=True)
+                reg.finish(model, s.n)
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             if apply:
                 model.optimizer.apply(self._variables)
+                reg.constrain()
         finally:
             for f in self.fused.values():
                 f.layer.defer_softmax(False)
@@ -271,8 +281,14 @@ class Executor:
             if ready:
                 ready[0].replay()
             else:
-                launch_plan.remember(self, s, TEST, launch_plan.captured(self, lambda: self.forward(s, False)))
+                launch_plan.remember(self, s, TEST,
+                                     launch_plan.captured(self, lambda: self.forward(s, False)))
             self._loss_and_metrics(s)
+            if self.penalties.active:  # Keras's evaluate loss includes the penalties
+                self.penalties.begin()
+                self.penalties.add_activity_values(s)
+                self.penalties.add_weights(train=False)
+                self.penalties.finish(self.model, s.n)
         finally:
             self._end(x)
 
@@ -315,6 +331,7 @@ class Step:
         plan, g = ex.plan, ex.plan.graph
         self.n = n
         self.captures, self.ready = {}, {}  # mode -> (token, launch lists): Executor
+        self.activity_done = set()  # calls whose activity penalty runs in backward
         self.acts = [self._view(ex, plan.act[t], g.shapes[t], n, slot) for t in
                      range(len(g.shapes))]
         self.inputs = [self.acts[t] for t in g.input_ids]
@@ -377,7 +394,7 @@ class Step:
         return flat[:elements(shape, n)].reshape((n, *shape[1:]) if batched(shape) else shape)
 
     def _plan_backward(self, ex, plan, g, grads, n, slot):
-        self.backward = []
+        self.backward, self.activity_done = [], set()
         for call in reversed(g.calls):
             if not plan.runs[call.index] or call.index in plan.aliased_reads:
                 continue
@@ -395,6 +412,11 @@ class Step:
                 else:
                     dx.append(grads.get(t) if plan.needs[t] else None)
             dy = [grads[t] for t in call.outputs]
+            act = ex.penalties.backward_entry(call.index, dy[0], self.acts[call.outputs[0]], n) \
+                if ex.penalties.active else None
+            if act is not None:  # an activity regularizer's gradient joins dy first
+                self.backward.append((_ACTIVITY, act))
+                self.activity_done.add(call.index)
             if getattr(call.layer, "aliases_input", False):
                 if dx[0] is not None and dx[0] is not grads.get(call.outputs[0]) and \
                         plan.grad.get(call.inputs[0]) is not plan.grad.get(call.outputs[0]):
