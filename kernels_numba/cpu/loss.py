@@ -17,13 +17,15 @@ import numba
 import numpy as np
 
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE
+# The fused training loss lives in its own module; dispatch and gpu.loss find it here.
+from kernels_numba.cpu.loss_train import softmax_sparse_ce_train  # noqa: F401
+from kernels_numba.cpu.loss_train import softmax_sparse_ce_train_row  # noqa: F401
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _EPS = np.float32(1e-7)
 _ONE_MINUS_EPS = np.float32(1.0 - 1e-7)
 _NAN = np.float32(np.nan)
-_NO_MATCH = np.zeros(1, np.float32)
 
 
 # per-row math (shared with the CUDA kernels); rows are 2-D arrays indexed [n, j]
@@ -116,48 +118,6 @@ def sparse_ce_backward_row(dprobs, probs, labels, scale, n):
         dprobs[n, j] = base - (scale / p_label if inside and j == label else _ZERO)
 
 
-def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n):
-    """Softmax, clipped sparse CE, argmax match and the logits gradient of one row.
-
-    Returns (loss, match). probs as the softmax activation; loss as
-    sparse_ce_forward_row on those probs; dlogits = scale * (probs - onehot) while the
-    clip is inactive (the gradient of the clipped loss through the softmax), else 0.
-    """
-    k = logits.shape[1]
-    m = logits[n, 0]
-    for j in range(1, k):
-        if logits[n, j] > m:  # a NaN is skipped here and reaches the sum below
-            m = logits[n, j]
-    total = _ZERO
-    for j in range(k):
-        e = math.exp(logits[n, j] - m)
-        probs[n, j] = e
-        total += e
-    inv = _ONE / total
-    best = _ZERO
-    arg = 0
-    s = _ZERO
-    for j in range(k):
-        p = probs[n, j] * inv
-        probs[n, j] = p
-        s += p
-        if j == 0 or p > best:  # first maximum, as count_argmax_matches
-            best = p
-            arg = j
-    label = labels[n]
-    if label < 0 or label >= k:  # never an index: NaN loss, zero gradient, no match
-        for j in range(k):
-            dlogits[n, j] = _ZERO
-        return _NAN, _ZERO
-    q = probs[n, label] / s
-    inside = not (q < _EPS or q > _ONE_MINUS_EPS)  # NaN is inside: NaN gradient
-    q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)
-    for j in range(k):
-        d = probs[n, j] - (_ONE if j == label else _ZERO)
-        dlogits[n, j] = scale * d if inside else _ZERO
-    return -math.log(q), (_ONE if arg == label else _ZERO)
-
-
 def categorical_ce_forward_row(loss, probs, targets, n):
     k = probs.shape[1]
     s = _ZERO
@@ -242,7 +202,10 @@ def mse_grad(p, t, coef):
     return coef * (p - t)
 
 
-_jit = numba.njit(cache=True)
+# Inlined into their row loops (below): as separate compiles the sparse CE rows alone
+# cost 0.5 s more on a cold cache (each callee is a compile of its own, then optimised
+# again inside its caller).
+_jit = numba.njit(inline="always")
 _softmax_ce_forward_row = _jit(softmax_ce_forward_row)
 _softmax_ce_backward_row = _jit(softmax_ce_backward_row)
 _softmax_categorical_ce_forward_row = _jit(softmax_categorical_ce_forward_row)
@@ -257,7 +220,6 @@ _binary_ce_logits_forward_row = _jit(binary_ce_logits_forward_row)
 _binary_ce_logits_grad = _jit(binary_ce_logits_grad)
 _mse_forward_row = _jit(mse_forward_row)
 _mse_grad = _jit(mse_grad)
-_softmax_sparse_ce_train_row = _jit(softmax_sparse_ce_train_row)
 
 
 # row loops. Class losses run on the calling thread: a batch has few rows (64 of 10
@@ -277,20 +239,6 @@ def _rows_softmax_ce(loss, probs, logits, labels):
 def _rows_softmax_ce_backward(dlogits, probs, labels, scale):
     for n in range(probs.shape[0]):
         _softmax_ce_backward_row(dlogits, probs, labels, scale, n)
-
-
-@numba.njit(cache=True)
-def _rows_softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
-                                  scale):
-    # Row order, float32 partial sums: the same bits every run.
-    total = _ZERO
-    matches = _ZERO
-    for n in range(probs.shape[0]):
-        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n)
-        total += loss
-        matches += match
-    loss_acc[0] += total
-    match_acc[0] += matches
 
 
 @numba.njit(cache=True)
@@ -330,7 +278,7 @@ def _rows_categorical_ce_backward(dprobs, probs, targets, scale):
 
 
 # Pointwise losses (BCE, BCE from logits, MSE): per-sample mean over the D non-batch elements.
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _pointwise_row(loss, x, targets, kind, n):
     if kind == 0:
         _binary_ce_forward_row(loss, x, targets, n)
@@ -350,7 +298,7 @@ def _rows_pointwise(loss, x, targets, kind):
         _pointwise_row(loss, x, targets, kind, n)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always")
 def _pointwise_grad(x, t, coef, kind):
     if kind == 0:
         return _binary_ce_grad(x, t, coef)
@@ -396,13 +344,6 @@ def softmax_cross_entropy_forward(loss, probs, logits, labels):
 
 def softmax_cross_entropy_backward(dlogits, probs, labels, *, scale):
     _rows_softmax_ce_backward(dlogits, probs, labels, np.float32(scale))
-
-
-def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
-                            workspace=None):
-    _rows_softmax_sparse_ce_train(probs, dlogits, loss_acc,
-                                  _NO_MATCH if match_acc is None else match_acc,  # discarded
-                                  logits, labels, np.float32(scale))
 
 
 def softmax_categorical_cross_entropy_forward(loss, probs, logits, targets):

@@ -13,45 +13,62 @@ import numba
 import numpy as np
 
 from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, i32_4d, lazy_part, pack, run
-from kernels_numba.cpu.conv2d import window_range as _window_range_dispatcher
 from kernels_numba.ops.pool2d import pool_plan
 
-# conv2d's helper, inlined here: as a call it is one more compile (~0.3 s on a cold cache).
-window_range = numba.njit(inline="always")(_window_range_dispatcher.py_func)
+# Integer clamps are selects, not max()/min(): each of those is one more compile of
+# numba's builtin (and np.empty compiles numba's allocator, ~0.3 s: the max-pool keeps
+# its running max in y and argmax instead of scratch).
+
+
+@numba.njit(inline="always")
+def _lo(v):
+    return v if v > 0 else 0
+
+
+@numba.njit(inline="always")
+def _hi(v, n):
+    return v if v < n else n
+
+
+@numba.njit(inline="always")
+def window_range(i, k, s, pad, out):
+    """Output positions o whose window o*s - pad .. o*s - pad + k - 1 contains i: [o0, o1)
+    (conv2d's helper, with selects; inlined: as a call it is one more compile)."""
+    lo = i + pad - k + 1
+    o0 = 0 if lo <= 0 else (lo + s - 1) // s
+    return o0, _hi((i + pad) // s + 1, out)
+
 
 # njit loops
 
 @numba.njit(inline="always")
 def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
-    # Rows r0..r1 of the (sample, output row) pairs.
+    # Rows r0..r1 of the (sample, output row) pairs. The running max and argmax live in
+    # y and argmax themselves (no scratch, no copy-out loop: a smaller compile).
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
-    best = np.empty(c, np.float32)
-    where = np.empty(c, np.int32)
     for r in range(r0, r1):
         b = r // ho
         oh = r - b * ho
-        h0, h1 = max(oh * sh - pt, 0), min(oh * sh - pt + ph, h)
+        h0, h1 = _lo(oh * sh - pt), _hi(oh * sh - pt + ph, h)
         for ow in range(wo):
-            w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
+            w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
+            best, where = y[b, oh, ow], argmax[b, oh, ow]
             # Padded cells count as -inf, so they never win: start from the first real
             # cell (every window holds one, for "same" padding too).
-            k0 = (h0 * w + w0) * c
+            k0 = np.int32((h0 * w + w0) * c)
             for ch in range(c):
                 best[ch] = x[b, h0, w0, ch]
                 where[ch] = k0 + ch
             for ih in range(h0, h1):
                 for iw in range(w0, w1):
-                    k = (ih * w + iw) * c
+                    k = np.int32((ih * w + iw) * c)
                     # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms).
                     for ch in range(c):
                         v = x[b, ih, iw, ch]
                         take = v > best[ch] or v != v  # NaN wins; nothing beats a NaN best
                         best[ch] = v if take else best[ch]
                         where[ch] = k + ch if take else where[ch]
-            for ch in range(c):
-                y[b, oh, ow, ch] = best[ch]
-                argmax[b, oh, ow, ch] = where[ch]
 
 
 @numba.njit(inline="always")
@@ -69,28 +86,28 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
         if oh1 - oh0 == 1 and sw >= pw:
             # One window row, windows side by side (the usual 2x2/2): one lookup per cell,
             # no zeroing pass (0.20 -> 0.18 ms against the scatter for the seed CNN's pool).
-            covered = 0
-            for ow in range(wo):
-                w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
-                for iw in range(covered, w0):  # between windows (stride > pool)
-                    for ch in range(c):
-                        dx[b, ih, iw, ch] = zero
-                for iw in range(w0, w1):
+            # The one window that can hold iw is the last one starting at or before it;
+            # cells between windows or past the last one get 0 (two channel loops, not
+            # three: a smaller compile).
+            ow = 0
+            for iw in range(w):
+                if ow + 1 < wo and iw >= (ow + 1) * sw - pl:  # iw steps by 1, windows by sw
+                    ow += 1
+                if iw >= ow * sw - pl and iw < ow * sw - pl + pw:
                     k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
                     for ch in range(c):
                         hit = argmax[b, oh0, ow, ch] == k + ch
                         dx[b, ih, iw, ch] = dy[b, oh0, ow, ch] if hit else zero
-                covered = w1
-            for iw in range(covered, w):
-                for ch in range(c):
-                    dx[b, ih, iw, ch] = zero
+                else:
+                    for ch in range(c):
+                        dx[b, ih, iw, ch] = zero
             continue
         for iw in range(w):
             for ch in range(c):
                 dx[b, ih, iw, ch] = zero
         for oh in range(oh0, oh1):  # overlapping windows, or a row no window covers
             for ow in range(wo):
-                w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
+                w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
                 for iw in range(w0, w1):
                     k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
                     for ch in range(c):
@@ -105,9 +122,9 @@ def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, r0, r1):
     for r in range(r0, r1):
         b = r // ho
         oh = r - b * ho
-        h0, h1 = max(oh * sh - pt, 0), min(oh * sh - pt + ph, h)
+        h0, h1 = _lo(oh * sh - pt), _hi(oh * sh - pt + ph, h)
         for ow in range(wo):
-            w0, w1 = max(ow * sw - pl, 0), min(ow * sw - pl + pw, w)
+            w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
             for ch in range(c):
                 y[b, oh, ow, ch] = 0.0
             for ih in range(h0, h1):
@@ -132,9 +149,9 @@ def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
             for ch in range(c):
                 dx[b, ih, iw, ch] = 0.0
             for oh in range(oh0, oh1):
-                hc = min(oh * sh - pt + ph, h) - max(oh * sh - pt, 0)
+                hc = _hi(oh * sh - pt + ph, h) - _lo(oh * sh - pt)
                 for ow in range(ow0, ow1):
-                    wc = min(ow * sw - pl + pw, w) - max(ow * sw - pl, 0)
+                    wc = _hi(ow * sw - pl + pw, w) - _lo(ow * sw - pl)
                     inv = np.float32(1.0) / np.float32(hc * wc)
                     for ch in range(c):
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] * inv

@@ -128,7 +128,7 @@ def test_activation_split_matches_serial(kind):
         np.testing.assert_array_equal(y, np.where(x > 0, x, np.where(np.isnan(x), x, 0)))
 
 
-@pytest.mark.parametrize("activation", ["relu", "sigmoid"])
+@pytest.mark.parametrize("activation", ["relu", "linear", "sigmoid"])
 def test_dense_bias_activation_split_matches_serial(activation):
     rng = np.random.default_rng(1)
     rows, cols = 517, 515  # above PARALLEL_MIN_SIZE with more than 8 rows
@@ -138,13 +138,13 @@ def test_dense_bias_activation_split_matches_serial(activation):
     b = rng.standard_normal(cols).astype(np.float32)
     code = dense.KIND_CODES[activation]
     split = pre.copy()
-    _parallel.run_parts(dense._bias_activation_part,
-                        _parallel.pack(split, b, (1 << 8) | code))
+    part = dense._bias_activation_part(code)
+    _parallel.run_parts(part, _parallel.pack(split, b, (1 << 8) | code))
     serial = pre.copy()
-    dense._bias_activation_rows(serial, b, True, code, 0, rows)
+    part.serial(_parallel.pack(serial, b, (1 << 8) | code))
     np.testing.assert_array_equal(_bits(split), _bits(serial))
     z = pre.astype(np.float64) + b
-    ref = np.maximum(z, 0) if activation == "relu" else 1 / (1 + np.exp(-z))
+    ref = {"relu": np.maximum(z, 0), "linear": z, "sigmoid": 1 / (1 + np.exp(-z))}[activation]
     ref[3, 4] = np.nan
     np.testing.assert_allclose(serial, ref, rtol=1e-5, atol=1e-6)
 

@@ -1,0 +1,86 @@
+"""CPU twin of kernels_numba.ops.loss.softmax_sparse_ce_train (validated arguments only),
+and the per-row math of both devices (kernels_numba.gpu.loss compiles the same row
+function as a CUDA device function; kernels_numba.cpu.loss re-exports both names).
+
+Split from cpu/loss.py (file size). One compile: the row function is inlined into the
+row loop. Rows run on the calling thread, in order, with float32 partial sums (the same
+bits every run): a batch has few rows, far less work than waking the thread pool.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+_ZERO = np.float32(0.0)
+_ONE = np.float32(1.0)
+_EPS = np.float32(1e-7)
+_ONE_MINUS_EPS = np.float32(1.0 - 1e-7)
+_NAN = np.float32(np.nan)
+_NO_MATCH = np.zeros(1, np.float32)
+
+
+def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n):
+    """Softmax, clipped sparse CE, argmax match and the logits gradient of one row.
+
+    Returns (loss, match). probs as the softmax activation; loss as
+    sparse_ce_forward_row on those probs; dlogits = scale * (probs - onehot) while the
+    clip is inactive (the gradient of the clipped loss through the softmax), else 0.
+    """
+    k = logits.shape[1]
+    m = logits[n, 0]
+    for j in range(1, k):
+        if logits[n, j] > m:  # a NaN is skipped here and reaches the sum below
+            m = logits[n, j]
+    total = _ZERO
+    for j in range(k):
+        e = math.exp(logits[n, j] - m)
+        probs[n, j] = e
+        total += e
+    inv = _ONE / total
+    best = _ZERO
+    arg = 0
+    s = _ZERO
+    for j in range(k):
+        p = probs[n, j] * inv
+        probs[n, j] = p
+        s += p
+        if j == 0 or p > best:  # first maximum, as count_argmax_matches
+            best = p
+            arg = j
+    label = labels[n]
+    if label < 0 or label >= k:  # never an index: NaN loss, zero gradient, no match
+        for j in range(k):
+            dlogits[n, j] = _ZERO
+        return _NAN, _ZERO
+    q = probs[n, label] / s
+    inside = not (q < _EPS or q > _ONE_MINUS_EPS)  # NaN is inside: NaN gradient
+    q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)
+    for j in range(k):
+        d = probs[n, j] - (_ONE if j == label else _ZERO)
+        dlogits[n, j] = scale * d if inside else _ZERO
+    return -math.log(q), (_ONE if arg == label else _ZERO)
+
+
+_softmax_sparse_ce_train_row = numba.njit(inline="always")(softmax_sparse_ce_train_row)
+
+
+@numba.njit(cache=True)
+def _rows_softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
+                                  scale):
+    # Row order, float32 partial sums: the same bits every run.
+    total = _ZERO
+    matches = _ZERO
+    for n in range(probs.shape[0]):
+        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n)
+        total += loss
+        matches += match
+    loss_acc[0] += total
+    match_acc[0] += matches
+
+
+def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
+                            workspace=None):
+    _rows_softmax_sparse_ce_train(probs, dlogits, loss_acc,
+                                  _NO_MATCH if match_acc is None else match_acc,  # discarded
+                                  logits, labels, np.float32(scale))
