@@ -195,6 +195,8 @@ def _layer_config(class_name, config):
 
 
 def _build_config(layer):
+    if callable(getattr(layer, "get_build_config", None)):  # e.g. MultiHeadAttention's shapes
+        return layer.get_build_config()
     if type(layer).__name__ in _NO_BUILD_CONFIG or not getattr(layer, "built", False):
         return None
     shape = getattr(layer, "input_shape", None)

@@ -465,14 +465,6 @@ def test_transformer_block_keras_file_from_keras(tmp_path):
     assert ours.get_layer("dot")._causal is True
 
 
-BUILD_CONFIG_HOOK = pytest.mark.xfail(
-    strict=True, reason="Keras 3's MultiHeadAttention.build_from_config needs its "
-    "{'shapes_dict': {'query_shape', 'value_shape'}} build_config: kerasish.saving."
-    "keras_objects._build_config must return layer.get_build_config() when the layer "
-    "defines it (asked of the lead)")
-
-
-@BUILD_CONFIG_HOOK
 def test_transformer_block_keras_file_to_keras(tmp_path):
     """kerasish's .keras file of the block loads in Keras without custom_objects: same
     predictions (1e-5)."""

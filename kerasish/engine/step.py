@@ -1,0 +1,130 @@
+"""Step: the views of every buffer of a plan for one concrete batch size, and the
+forward and backward launch lists the executor runs (engine/executor.py)."""
+
+
+from kerasish.engine.plan import PREDICT, TRAIN
+from kerasish.graph.memory import batched, elements
+
+_CALL, _ZERO, _ADD, _COPY, _ACTIVITY = range(5)
+
+
+def _rows_view(buf, n):
+    return buf if buf.shape[0] == n else buf[:n]
+
+
+def _pack(items, as_list):
+    return list(items) if as_list else items[0]
+
+
+
+class Step:
+    """Views of every buffer for one concrete batch size n, and the launch lists."""
+
+    def __init__(self, ex, n, slot=0):
+        plan, g = ex.plan, ex.plan.graph
+        self.n = n
+        self.captures, self.ready = {}, {}  # mode -> (token, launch lists): Executor
+        self.activity_done = set()  # calls whose activity penalty runs in backward
+        self.acts = [self._view(ex, plan.act[t], g.shapes[t], n, slot) for t in
+                     range(len(g.shapes))]
+        self.inputs = [self.acts[t] for t in g.input_ids]
+        self.outputs = [self.acts[t] for t in g.output_ids]
+        self.output_rows = [o.reshape((o.size // o.shape[o.ndim - 1], o.shape[o.ndim - 1]))
+                            if o.ndim else o.reshape((1, 1)) for o in self.outputs]
+        self.n_rows = [o.shape[0] for o in self.output_rows]
+        self.masks = [_rows_view(m, n) for m in ex.masks]
+        self.forward = []
+        for call, scratch in zip(g.calls, ex.call_scratch):
+            # zero-copy layers and weights/constants (their buffer is the tensor) launch nothing
+            if not getattr(call.layer, "aliases_input", False) and \
+                    not hasattr(call.layer, "external_value"):
+                self.forward.append((call.layer, _pack([self.acts[t] for t in call.inputs],
+                                                       call.list_input),
+                                     _pack([self.acts[t] for t in call.outputs],
+                                           call.list_output), scratch,
+                                     self._mask(call.mask_in), self._mask(call.mask_out),
+                                     call.shapes))
+        self.losses, self.loss_outputs, self.targets = [], [], []
+        self.sample_weights = []
+        self.added = [self.acts[t] for t in g.added_ids]
+        self.added_grads = []
+        if ex.mode == PREDICT:
+            return
+        self.sample_weights = [None if w is None else _rows_view(w, r)
+                               for w, r in zip(ex.weight_slots, self.n_rows)]
+        targets = ex.target_slots[slot]
+        self.targets = [None if tgt is None else _rows_view(tgt, r)
+                        for tgt, r in zip(targets, self.n_rows)]
+        grads = self.grads = {t: self._view(ex, st, g.shapes[t], n, slot)
+                              for t, st in plan.grad.items()}
+        self.added_grads = [grads[t] for t in g.added_ids
+                            if plan.writers[t][:1] == [("added", t)]]
+        for i, t in enumerate(g.output_ids):
+            loss = plan.losses[i]
+            if loss is None:
+                continue
+            rows = self.n_rows[i]
+            dy = grads.get(t) if plan.writers[t][:1] == [("loss", i)] else None
+            self.losses.append((loss, self.output_rows[i], self.targets[i],
+                                _rows_view(ex.per_row[i], rows),
+                                {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()},
+                                ex.model._loss_weights[i] / rows,
+                                None if dy is None else dy.reshape(self.output_rows[i].shape)))
+            self.loss_outputs.append(i)
+        if ex.mode == TRAIN:
+            self._plan_backward(ex, plan, g, grads, n, slot)
+
+    def _mask(self, k):
+        return None if k is None else self.masks[k]
+
+    @staticmethod
+    def _view(ex, st, shape, n, slot):
+        if st.external is not None:
+            return st.external.reshape(shape)
+        if st.slot_input is not None:
+            return _rows_view(ex.input_slots[slot][st.slot_input], n).reshape((n, *shape[1:]))
+        flat = ex.blocks[st.block]
+        return flat[:elements(shape, n)].reshape((n, *shape[1:]) if batched(shape) else shape)
+
+    def _plan_backward(self, ex, plan, g, grads, n, slot):
+        self.backward, self.activity_done = [], set()
+        for call in reversed(g.calls):
+            if not plan.runs[call.index] or call.index in plan.aliased_reads:
+                continue
+            for t in call.outputs:
+                if t in plan.zero:
+                    self.backward.append((_ZERO, grads[t]))
+            dx, adds = [], []
+            for pos, t in enumerate(call.inputs):
+                temp = plan.temps.get((call.index, pos))
+                if temp is not None:
+                    buf = self._view(ex, temp, g.shapes[t], n, slot)
+                    dx.append(buf)
+                    if plan.needs[t]:
+                        adds.append((_ADD, grads[t], buf))
+                else:
+                    dx.append(grads.get(t) if plan.needs[t] else None)
+            dy = [grads[t] for t in call.outputs]
+            act = ex.penalties.backward_entry(call.index, dy[0], self.acts[call.outputs[0]], n) \
+                if ex.penalties.active else None
+            if act is not None:  # an activity regularizer's gradient joins dy first
+                self.backward.append((_ACTIVITY, act))
+                self.activity_done.add(call.index)
+            if getattr(call.layer, "aliases_input", False):
+                if dx[0] is not None and dx[0] is not grads.get(call.outputs[0]) and \
+                        plan.grad.get(call.inputs[0]) is not plan.grad.get(call.outputs[0]):
+                    self.backward.append((_COPY, dx[0], dy[0].reshape(dx[0].shape)))
+            else:
+                self.backward.append((
+                    _CALL, call.layer, _pack(dx, call.list_input), _pack(dy, call.list_output),
+                    _pack([self.acts[t] for t in call.inputs], call.list_input),
+                    _pack([self.acts[t] for t in call.outputs], call.list_output),
+                    ex.call_scratch[call.index], self._mask(call.mask_in), call.shapes))
+            self.backward.extend(adds)
+
+
+def _bound(call):
+    """The call's layer, with this call's concrete shapes bound in a dynamic graph."""
+    if call.shapes is not None:
+        call.layer.input_shape, call.layer.output_shape = call.shapes
+    return call.layer
