@@ -192,7 +192,7 @@ class Rescaling(Layer):
         self.scale, self.offset = (
             [float(x) for x in np.asarray(v, np.float64).reshape(-1)] if is_list else float(v)
             for v, is_list in zip((scale, offset), self._lists))
-        self._factor = self._shift = None  # the per-channel (1, ..., C) device arrays
+        self._host = None  # per-channel lists: (scale, offset) as (1, ..., C) host arrays
 
     def build(self, input_shape):
         if not any(self._lists):
@@ -205,16 +205,25 @@ class Rescaling(Layer):
                 raise ValueError(f"Rescaling {self.name}: {arg} has {flat.size} values for an "
                                  f"input with {channels} channels (input_shape="
                                  f"{tuple(input_shape)})")
-            shape = (1,) * (len(input_shape) - 1) + (flat.size,)
-            arrays.append(kernels_numba.to_device(flat.reshape(shape).copy(),
-                                                  kconfig.get_device()))
-        self._factor, self._shift = arrays
+            arrays.append(flat.reshape((1,) * (len(input_shape) - 1) + (flat.size,)).copy())
+        self._host = arrays
+        self._consts = {}
+        self._per_channel(kconfig.get_device())  # made now: forwards do not allocate
+
+    def _per_channel(self, device):
+        """(scale, offset) as (1, ..., C) arrays on `device` (one copy per device)."""
+        consts = self._consts.get(device)
+        if consts is None:
+            consts = self._consts[device] = tuple(kernels_numba.to_device(a, device)
+                                                  for a in self._host)
+        return consts
 
     def forward(self, y, x, training):
-        if self._factor is not None:
-            ops.broadcast_binary(y, x, self._factor, kind="multiply")
+        if self._host is not None:
+            factor, shift = self._per_channel(kernels_numba.device_of(x))
+            ops.broadcast_binary(y, x, factor, kind="multiply")
             if np.any(self.offset):
-                ops.broadcast_binary(y, y, self._shift, kind="add")
+                ops.broadcast_binary(y, y, shift, kind="add")
         elif self.offset:
             ops.fill(y, self.offset)
             ops.axpy(y, x, self.scale)
@@ -224,8 +233,9 @@ class Rescaling(Layer):
     def backward(self, dx, dy, x, y):
         if dx is None:
             return
-        if self._factor is not None:
-            ops.broadcast_binary_backward(dx, None, dy, x, self._factor, kind="multiply")
+        if self._host is not None:
+            factor = self._per_channel(kernels_numba.device_of(x))[0]
+            ops.broadcast_binary_backward(dx, None, dy, x, factor, kind="multiply")
         else:
             ops.scale(dx, dy, self.scale)
 

@@ -57,16 +57,20 @@ class _Run:
         return host(dx)
 
 
-def _grad_check(run, x, g, fresh=None):
-    """Backward vs finite differences of forward (fresh(): a new layer with the same
-    draw, for layers whose forward advances a step)."""
-    xb, yb = run.forward(x)
+def _grad_check(make, shape, device, x, g):
+    """Backward vs finite differences of forward on the CPU; on CUDA (the simulator is
+    slow) vs the CPU backward. make(): a fresh layer with the same draw."""
+    xb, yb = (run := _Run(make(), shape, device)).forward(x)
     got = run.backward(xb, yb, g)
+    if device != "cpu":
+        xc, yc = (cpu := _Run(make(), shape, "cpu")).forward(x)
+        assert_close(got, cpu.backward(xc, yc, g), rtol=1e-6, atol=1e-6,
+                     what=f"{type(run.layer).__name__} CUDA vs CPU backward")
+        return
 
     def loss(v):
-        probe = run if fresh is None else fresh()
-        return float((host(probe.forward(v.astype(np.float32))[1]).astype(np.float64)
-                      * g).sum())
+        probe = _Run(make(), shape, "cpu").forward(v.astype(np.float32))[1]
+        return float((host(probe).astype(np.float64) * g).sum())
 
     assert_close(got, numeric_grad(loss, x, eps=1e-2), rtol=1e-3, atol=1e-3,
                  what=type(run.layer).__name__)
@@ -93,7 +97,7 @@ def test_relu6_matches_keras(device):
     xs = (randn(shape, seed=1) * 4).astype(np.float32)
     xs[np.abs(xs) < 0.05] = 0.3  # away from the kinks at 0 and 6 for finite differences
     xs[np.abs(xs - 6) < 0.05] = 5.0
-    _grad_check(_Run(layers.ReLU(6.0), shape, device), xs, randn(shape, seed=2))
+    _grad_check(lambda: layers.ReLU(6.0), shape, device, xs, randn(shape, seed=2))
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -129,9 +133,9 @@ def test_noise_shape_dropout_broadcasts_one_draw(device, noise_shape, mask_shape
     x, g = randn(SHAPE, seed=3), randn(SHAPE, seed=4)
 
     def make():
-        return _Run(layers.Dropout(0.4, noise_shape=noise_shape, seed=5), SHAPE, device)
+        return layers.Dropout(0.4, noise_shape=noise_shape, seed=5)
 
-    run = make()
+    run = _Run(make(), SHAPE, device)
     mask = np.zeros(mask_shape, np.float32)
     ops.dropout_mask(mask, rate=0.4, seed=5, step=0)  # the by-value draw of step 0 (CPU)
     assert set(np.unique(mask)) <= {0.0, np.float32(1 / 0.6)}
@@ -139,7 +143,7 @@ def test_noise_shape_dropout_broadcasts_one_draw(device, noise_shape, mask_shape
     assert_close(host(yb), x.astype(np.float64) * mask, rtol=1e-6, atol=1e-6, what="forward")
     assert_close(run.backward(xb, yb, g), g.astype(np.float64) * mask, rtol=1e-6, atol=1e-6,
                  what="backward")
-    _grad_check(make(), x, g, fresh=make)
+    _grad_check(make, SHAPE, device, x, g)
     assert run.layer._step == 1
     np.testing.assert_array_equal(host(run.forward(x, training=False)[1]), x)
     assert run.layer._step == 1  # inference draws nothing
@@ -219,7 +223,7 @@ def test_per_channel_rescaling_matches_keras(device, scale, offset):
     _same_config(ours.get_config(), real.layers.Rescaling(scale, offset=offset).get_config())
     clone = layers.deserialize(layers.serialize(ours))
     assert (clone.scale, clone.offset) == (ours.scale, ours.offset)
-    _grad_check(run, x, g)
+    _grad_check(lambda: layers.Rescaling(scale, offset=offset), shape, device, x, g)
 
 
 def test_per_channel_rescaling_errors():
