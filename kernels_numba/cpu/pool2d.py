@@ -54,19 +54,17 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
         for ow in range(wo):
             w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
             best, where = y[b, oh, ow], argmax[b, oh, ow]
-            # Padded cells count as -inf, so they never win: start from the first real
-            # cell (every window holds one, for "same" padding too).
-            k0 = np.int32((h0 * w + w0) * c)
-            for ch in range(c):
-                best[ch] = x[b, h0, w0, ch]
-                where[ch] = k0 + ch
+            # Padded cells count as -inf, so they never win: the first real cell (every
+            # window holds one, for "same" padding too) is taken whatever y held.
             for ih in range(h0, h1):
                 for iw in range(w0, w1):
                     k = np.int32((ih * w + iw) * c)
+                    first = ih == h0 and iw == w0
                     # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms).
                     for ch in range(c):
                         v = x[b, ih, iw, ch]
-                        take = v > best[ch] or v != v  # NaN wins; nothing beats a NaN best
+                        # NaN wins; nothing beats a NaN best
+                        take = first or v > best[ch] or v != v
                         best[ch] = v if take else best[ch]
                         where[ch] = k + ch if take else where[ch]
 
