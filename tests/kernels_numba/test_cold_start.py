@@ -236,6 +236,58 @@ def test_activations_compile_one_part_per_kind_and_direction(tmp_path):
     assert f"COMPILED {expected}" in out, out[-2000:]
 
 
+_CNN_KERNELS_CHILD = textwrap.dedent("""
+    import numpy as np
+    from numba.core import event
+    from kernels_numba.cpu import dense, loss, optim, pool2d
+    from kernels_numba.ops.activation import KIND_CODES
+    names = []
+    class Log(event.Listener):
+        def on_start(self, ev):
+            fn = ev.data["dispatcher"].py_func
+            names.append(f"{fn.__module__.split('.')[0]}.{fn.__qualname__}")
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Log())
+    rng = np.random.default_rng(0)
+    for rows in (3, 2000):  # one block and split: the same compiles
+        y = rng.standard_normal((rows, 32)).astype(np.float32)
+        b = rng.standard_normal(32).astype(np.float32)
+        dense.bias_activation(y, b, KIND_CODES["relu"])
+        dense.bias_activation(y, b, KIND_CODES["linear"])
+        dense.bias_activation(y, None, KIND_CODES["relu"])
+    for shape in ((2, 5, 5, 3), (64, 26, 26, 32)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        y = np.empty((shape[0], shape[1] // 2, shape[2] // 2, shape[3]), np.float32)
+        am = np.empty(y.shape, np.int32)
+        pool2d.maxpool2d_forward(y, am, x, pool_size=(2, 2), strides=(2, 2))
+        pool2d.maxpool2d_backward(np.empty_like(x), y, am, pool_size=(2, 2), strides=(2, 2))
+    z = rng.standard_normal((64, 10)).astype(np.float32)
+    acc = np.zeros(1, np.float32)
+    loss.softmax_sparse_ce_train(np.empty_like(z), np.empty_like(z), acc, acc.copy(), z,
+                                 np.arange(64, dtype=np.int32) % 10, scale=1 / 64)
+    w = rng.standard_normal(1000).astype(np.float32)
+    optim.adam_update(w, w.copy(), np.zeros_like(w), np.zeros_like(w),
+                      scalars=np.array([1e-3, 0.0], np.float32), one_minus_beta_1=0.1,
+                      one_minus_beta_2=0.001, epsilon=1e-7, zero_grad=False,
+                      grad=(optim.PLAIN, 0.0, None, None))
+    print("COMPILED", sorted(n for n in names if n != "numba.impl_carray.<locals>.impl"))
+""")
+
+
+def test_reference_cnn_kernels_compile_one_part_each(tmp_path):
+    """Bias+relu and bias+linear share a part (no 16-kind activation switch compiled),
+    the max-pool allocates nothing and clamps with selects (no numba allocator or
+    max/min overload compiles), the loss row is inlined, and Adam compiles its plain part
+    only (carray's view constructors, a few ms each, are left out of the comparison)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
+    out = _child(_CNN_KERNELS_CHILD, env)
+    expected = sorted(["kernels_numba._bias_relu_linear_part", "kernels_numba._maxpool_part",
+                       "kernels_numba._rows_softmax_sparse_ce_train",
+                       "kernels_numba._adam_part", "kernels_numba._drive"])
+    assert f"COMPILED {expected}" in out, out[-2000:]
+
+
 # -- a non-editable install into a read-only site-packages ------------------------------
 
 _FIT_CHILD = textwrap.dedent("""
