@@ -232,25 +232,27 @@ class Executor:
         try:
             reg.begin()
             ready = launch_plan.replayable(self, s, TRAIN)
+            fused = self.fused
             if ready:
                 ready[0].replay()
+                ready[1].replay()
             else:
                 fwd = launch_plan.captured(self, lambda: self.forward(s, True))
-            fused_loss.run(self, s, self.fused)
+                loss = launch_plan.captured(self, lambda: fused_loss.launch(self, s, fused))
+            fused_loss.count(self, s, fused)
             self._loss_and_metrics(s)
-            for k, (loss, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
-                if dy_pred is not None and s.loss_outputs[k] not in self.fused:
-                    loss.backward(dy_pred, y_pred, y_true, scale, scratch)
+            for k, (loss_, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
+                if dy_pred is not None and s.loss_outputs[k] not in fused:
+                    loss_.backward(dy_pred, y_pred, y_true, scale, scratch)
                     weights = s.sample_weights[s.loss_outputs[k]]
                     if weights is not None:
                         ops.scale_rows(dy_pred, weights)
             for grad in s.added_grads:
                 ops.fill(grad, 1.0)
             if ready:
-                ready[1].replay()
+                ready[2].replay()
             else:
-                launch_plan.remember(self, s, TRAIN, fwd,
-                                     launch_plan.captured(self, lambda: self.backward(s)))
+                bwd = launch_plan.captured(self, lambda: self.backward(s))
             if reg.active:  # regularizers: their penalties and gradients
                 reg.add_activity_values(s, s.activity_done)
                 reg.add_weights(train=True)
@@ -258,9 +260,17 @@ class Executor:
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
+            lists = ready or (fwd, loss, bwd)
             if apply:
-                model.optimizer.apply(self._variables)
+                if len(lists) == 4:  # the update's host half, then its bound launches
+                    model.optimizer.advance_step()
+                    lists[3].replay()
+                else:
+                    lists += (launch_plan.captured(
+                        self, lambda: model.optimizer.apply(self._variables)),)
                 reg.constrain()
+            if not ready:
+                launch_plan.remember(self, s, TRAIN, *lists)
         finally:
             for f in self.fused.values():
                 f.layer.defer_softmax(False)
@@ -296,7 +306,7 @@ class Executor:
         fused = getattr(self, "fused", {})
         for i, (loss, y_pred, y_true, per_row, scratch, _, _) in enumerate(s.losses):
             if s.loss_outputs[i] in fused:
-                continue  # fused_loss.run did this output's loss
+                continue  # fused_loss.launch did this output's loss
             loss.forward(per_row, y_pred, y_true, scratch)
             weights = s.sample_weights[s.loss_outputs[i]]
             if weights is not None:  # Keras: sum(w * loss) / rows

@@ -57,20 +57,25 @@ def _fusable(loss, call, writers, i, shape):
             and writers == [("loss", i)])
 
 
-def run(ex, s, fused):
-    """The fused outputs' launches for step s; returns the indices it handled."""
+def launch(ex, s, fused):
+    """The fused outputs' launches for step s (their counts: `count`)."""
     model = ex.model
     for k, (_, y_pred, y_true, _, _, scale, dy_pred) in enumerate(s.losses):
-        i = s.loss_outputs[k]
-        f = fused.get(i)
-        if f is None:
-            continue
-        rows = y_pred.shape[0]
-        metric = f.metric
-        ops.softmax_sparse_ce_train(
-            y_pred, dy_pred, model._loss_trackers[i].acc,
-            None if metric is None else metric.acc, f.logits[:rows], y_true, scale=scale,
-            workspace=f.workspace)
-        model._loss_trackers[i].count += rows
-        if metric is not None:
-            metric.count += rows
+        f = fused.get(s.loss_outputs[k])
+        if f is not None:
+            metric = f.metric
+            ops.softmax_sparse_ce_train(
+                y_pred, dy_pred, model._loss_trackers[f.index].acc,
+                None if metric is None else metric.acc, f.logits[:y_pred.shape[0]], y_true,
+                scale=scale, workspace=f.workspace)
+
+
+def count(ex, s, fused):
+    """The host side of `launch`: the rows the loss tracker and the metric now hold."""
+    model = ex.model
+    for k, (_, y_pred, _, _, _, _, _) in enumerate(s.losses):
+        f = fused.get(s.loss_outputs[k])
+        if f is not None:
+            model._loss_trackers[f.index].count += y_pred.shape[0]
+            if f.metric is not None:
+                f.metric.count += y_pred.shape[0]

@@ -3,10 +3,11 @@
 The layers' Python (argument validation, views, launch configuration) runs for the
 first two steps of a shape. When both launched the same kernels with the same
 arguments (arrays by memory, shape and strides; scalars by value), later steps replay
-that list (kernels_numba.LaunchList): the forward and the backward are each one loop
-over bound launches. A layer whose arguments change per step (a by-value random key)
-never becomes replayable, so its step keeps running live. Losses, metrics and the
-optimizer always run live: they keep host-side counts. The plan's buffers never move,
+that list (kernels_numba.LaunchList): the forward, the fused loss, the backward and the
+optimizer update are each one loop over bound launches (the fused loss's row counts and
+the optimizer's host half, `advance_step`, still run). A layer whose arguments change
+per step (a by-value random key) never becomes replayable, so its step keeps running
+live. Unfused losses and metrics always run live: they keep host-side counts. The plan's buffers never move,
 and a repack of the parameters (engine/parameters.py) is caught by its token.
 KERASISH_REPLAY=0 turns replay off.
 """
@@ -38,7 +39,8 @@ def remember(ex, s, mode, *lists):
         return
     token, previous = _token(ex), s.captures.get(mode)
     s.captures[mode] = (token, lists)
-    if previous is not None and previous[0] == token and sum(map(len, lists)) and \
+    if previous is not None and previous[0] == token and len(previous[1]) == len(lists) and \
+            sum(map(len, lists)) and \
             all(a.same_as(b) for a, b in zip(lists, previous[1])):
         s.ready[mode] = (token, lists)
 
