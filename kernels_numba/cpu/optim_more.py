@@ -12,8 +12,9 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_1d, from_f32_bits, lazy_part
-from kernels_numba.cpu.optim import _grad_at, head, part_range, run_update, unpack_head
+from kernels_numba.cpu._parallel import f32_1d, from_f32_bits
+from kernels_numba.cpu.optim import _grad_at, _update_parts, head, part_range, run_update, \
+    unpack_head
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -107,76 +108,111 @@ def _unpack(a):
         from_f32_bits(a[19])
 
 
-@lazy_part
-def _nadam_part(args, p, parts):
-    a = numba.carray(args, 20)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-    m, v, beta_1, beta_2, epsilon = _unpack(a)
-    lr, u_next, den_next, one_minus_u, den, bias_2, decay = s[0], s[1], s[2], s[3], s[4], \
-        s[5], s[6]
-    i0, i1 = part_range(w.size, p, parts)
-    for i in range(i0, i1):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den,
-                    bias_2, epsilon, decay)
-        if zero_grad:
-            g[i] = _ZERO
+def _nadam_parts(segmented):
+    def part(args, p, parts):
+        a = numba.carray(args, 20)
+        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+        m, v, beta_1, beta_2, epsilon = _unpack(a)
+        lr, u_next, den_next, one_minus_u, den, bias_2, decay = s[0], s[1], s[2], s[3], s[4], \
+            s[5], s[6]
+        i0, i1 = part_range(w.size, p, parts)
+        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
+            w, g, m, v = w[i0:i1], g[i0:i1], m[i0:i1], v[i0:i1]
+            i0, i1 = 0, i1 - i0
+        for i in range(i0, i1):
+            gi = _grad_at(g, i, gm, gc, gs, gseg)
+            _nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den,
+                        bias_2, epsilon, decay)
+            if zero_grad:
+                g[i] = _ZERO
+    return part
 
 
-@lazy_part
-def _adamax_part(args, p, parts):
-    a = numba.carray(args, 20)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-    m, u, beta_1, beta_2, epsilon = _unpack(a)
-    lr, bias_1, decay = s[0], s[1], s[2]
-    i0, i1 = part_range(w.size, p, parts)
-    for i in range(i0, i1):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay)
-        if zero_grad:
-            g[i] = _ZERO
+_nadam_part = _update_parts(_nadam_parts)
 
 
-@lazy_part
-def _adadelta_part(args, p, parts):
-    a = numba.carray(args, 20)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-    acc, delta, rho, epsilon, _ = _unpack(a)
-    lr, decay = s[0], s[1]
-    i0, i1 = part_range(w.size, p, parts)
-    for i in range(i0, i1):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _adadelta_step(w, acc, delta, i, gi, lr, rho, epsilon, decay)
-        if zero_grad:
-            g[i] = _ZERO
+def _adamax_parts(segmented):
+    def part(args, p, parts):
+        a = numba.carray(args, 20)
+        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+        m, u, beta_1, beta_2, epsilon = _unpack(a)
+        lr, bias_1, decay = s[0], s[1], s[2]
+        i0, i1 = part_range(w.size, p, parts)
+        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
+            w, g, m, u = w[i0:i1], g[i0:i1], m[i0:i1], u[i0:i1]
+            i0, i1 = 0, i1 - i0
+        for i in range(i0, i1):
+            gi = _grad_at(g, i, gm, gc, gs, gseg)
+            _adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay)
+            if zero_grad:
+                g[i] = _ZERO
+    return part
 
 
-@lazy_part
-def _lion_part(args, p, parts):
-    a = numba.carray(args, 20)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-    m, _, beta_1, beta_2, _ = _unpack(a)
-    lr, decay = s[0], s[1]
-    i0, i1 = part_range(w.size, p, parts)
-    for i in range(i0, i1):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _lion_step(w, m, i, gi, lr, beta_1, beta_2, decay)
-        if zero_grad:
-            g[i] = _ZERO
+_adamax_part = _update_parts(_adamax_parts)
 
 
-@lazy_part
-def _ftrl_part(args, p, parts):
-    a = numba.carray(args, 20)
-    w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-    acc, linear, power, l1, two_shrink = _unpack(a)
-    lr, two_l2, decay = s[0], s[1], s[2]
-    i0, i1 = part_range(w.size, p, parts)
-    for i in range(i0, i1):
-        gi = _grad_at(g, i, gm, gc, gs, gseg)
-        _ftrl_step(w, acc, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay)
-        if zero_grad:
-            g[i] = _ZERO
+def _adadelta_parts(segmented):
+    def part(args, p, parts):
+        a = numba.carray(args, 20)
+        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+        acc, delta, rho, epsilon, _ = _unpack(a)
+        lr, decay = s[0], s[1]
+        i0, i1 = part_range(w.size, p, parts)
+        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
+            w, g, acc, delta = w[i0:i1], g[i0:i1], acc[i0:i1], delta[i0:i1]
+            i0, i1 = 0, i1 - i0
+        for i in range(i0, i1):
+            gi = _grad_at(g, i, gm, gc, gs, gseg)
+            _adadelta_step(w, acc, delta, i, gi, lr, rho, epsilon, decay)
+            if zero_grad:
+                g[i] = _ZERO
+    return part
+
+
+_adadelta_part = _update_parts(_adadelta_parts)
+
+
+def _lion_parts(segmented):
+    def part(args, p, parts):
+        a = numba.carray(args, 20)
+        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+        m, _, beta_1, beta_2, _ = _unpack(a)
+        lr, decay = s[0], s[1]
+        i0, i1 = part_range(w.size, p, parts)
+        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
+            w, g, m = w[i0:i1], g[i0:i1], m[i0:i1]
+            i0, i1 = 0, i1 - i0
+        for i in range(i0, i1):
+            gi = _grad_at(g, i, gm, gc, gs, gseg)
+            _lion_step(w, m, i, gi, lr, beta_1, beta_2, decay)
+            if zero_grad:
+                g[i] = _ZERO
+    return part
+
+
+_lion_part = _update_parts(_lion_parts)
+
+
+def _ftrl_parts(segmented):
+    def part(args, p, parts):
+        a = numba.carray(args, 20)
+        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
+        acc, linear, power, l1, two_shrink = _unpack(a)
+        lr, two_l2, decay = s[0], s[1], s[2]
+        i0, i1 = part_range(w.size, p, parts)
+        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
+            w, g, acc, linear = w[i0:i1], g[i0:i1], acc[i0:i1], linear[i0:i1]
+            i0, i1 = 0, i1 - i0
+        for i in range(i0, i1):
+            gi = _grad_at(g, i, gm, gc, gs, gseg)
+            _ftrl_step(w, acc, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay)
+            if zero_grad:
+                g[i] = _ZERO
+    return part
+
+
+_ftrl_part = _update_parts(_ftrl_parts)
 
 
 def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=_ZERO, c2=_ZERO):
