@@ -16,7 +16,8 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE
+from kernels_numba.cpu._parallel import f32_1d, f32_2d, f32_bits, from_f32_bits, lazy_part, \
+    pack, run
 # The fused training loss lives in its own module; dispatch and gpu.loss find it here.
 from kernels_numba.cpu.loss_train import softmax_sparse_ce_train  # noqa: F401
 from kernels_numba.cpu.loss_train import softmax_sparse_ce_train_row  # noqa: F401
@@ -223,10 +224,7 @@ _mse_grad = _jit(mse_grad)
 
 
 # row loops. Class losses run on the calling thread: a batch has few rows (64 of 10
-# classes: microseconds), far less than waking the thread pool costs (~15-40 us), and
-# each parallel loop adds ~1.7 s to the first compile. Element-wise losses keep a
-# parallel branch for large inputs: a plain range inside a parallel=True function
-# stays on the calling thread (threshold shared with the activation loops).
+# classes: microseconds), far less than waking the thread pool costs (~15-40 us).
 
 
 @numba.njit(cache=True)
@@ -288,14 +286,15 @@ def _pointwise_row(loss, x, targets, kind, n):
         _mse_forward_row(loss, x, targets, n)
 
 
-@numba.njit(parallel=True, cache=True)
-def _rows_pointwise(loss, x, targets, kind):
-    if loss.size * x.shape[1] < PARALLEL_MIN_SIZE:
-        for n in range(loss.size):
-            _pointwise_row(loss, x, targets, kind, n)
-        return
-    for n in numba.prange(loss.size):
-        _pointwise_row(loss, x, targets, kind, n)
+# Parts split across threads by kernels_numba.cpu._parallel for large inputs (as
+# parallel=True functions they cost ~1 s of compile each).
+@lazy_part
+def _rows_pointwise_part(args, p, parts):
+    a = numba.carray(args, 9)  # loss (N,), x, targets (N, D), kind
+    loss, x, targets = f32_1d(a, 0), f32_2d(a, 2), f32_2d(a, 5)
+    rows = loss.size
+    for n in range(rows * p // parts, rows * (p + 1) // parts):
+        _pointwise_row(loss, x, targets, a[8], n)
 
 
 @numba.njit(inline="always")
@@ -307,14 +306,24 @@ def _pointwise_grad(x, t, coef, kind):
     return _mse_grad(x, t, coef)
 
 
-@numba.njit(parallel=True, cache=True)
+@lazy_part
+def _pointwise_grad_part(args, p, parts):
+    a = numba.carray(args, 8)  # dx, x, targets (flat), coef (float32 bits), kind
+    n = a[1]
+    i0, i1 = n * p // parts, n * (p + 1) // parts
+    # Views from 0: from a run-time i0 the loop keeps its negative-index checks.
+    dx, x, t = f32_1d(a, 0)[i0:i1], f32_1d(a, 2)[i0:i1], f32_1d(a, 4)[i0:i1]
+    coef, kind = from_f32_bits(a[6]), a[7]
+    for i in range(dx.size):
+        dx[i] = _pointwise_grad(x[i], t[i], coef, kind)
+
+
+def _rows_pointwise(loss, x, targets, kind):
+    run(_rows_pointwise_part, pack(loss, x, targets, kind), x.size)
+
+
 def _elements_pointwise_grad(dx, x, targets, coef, kind):
-    if x.size < PARALLEL_MIN_SIZE:
-        for i in range(x.size):
-            dx[i] = _pointwise_grad(x[i], targets[i], coef, kind)
-        return
-    for i in numba.prange(x.size):
-        dx[i] = _pointwise_grad(x[i], targets[i], coef, kind)
+    run(_pointwise_grad_part, pack(dx, x, targets, f32_bits(coef), kind), x.size)
 
 
 BCE, BCE_LOGITS, MSE = 0, 1, 2
