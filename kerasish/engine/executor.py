@@ -63,6 +63,7 @@ class Executor:
         # the optimizer's list, fixed with the plan (model.trainable_weights walks the layers)
         self._variables = model._trainable_variables if mode == TRAIN else []
         self._replay = launch_plan.REPLAY and self.device == "cuda" and allocate
+        self._random_layers = launch_plan.random_layers(self)
 
     def _buffers(self):
         """Every buffer of the plan, recorded in `sizes` (and allocated unless a dry run)."""
@@ -234,6 +235,7 @@ class Executor:
             ready = launch_plan.replayable(self, s, TRAIN)
             fused = self.fused
             if ready:
+                launch_plan.advance_random(self)
                 ready[0].replay()
                 ready[1].replay()
             else:

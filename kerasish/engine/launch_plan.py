@@ -54,3 +54,27 @@ def replayable(ex, s, mode):
         del s.ready[mode]
         return None
     return found[1]
+
+
+def random_layers(ex):
+    """The training plan's counter-based random layers (a layer shared by several calls
+    turns replay off: its draws would share one step buffer); on a replaying executor they read their step from a device
+    buffer, so their draw launches repeat and `advance_random` moves the step on."""
+    from kerasish.layers.step_buffer import StepCounter
+
+    if not ex._replay or ex.mode != "train":
+        return []
+    found = [call.layer for call in ex.plan.graph.calls if isinstance(call.layer, StepCounter)]
+    if len({id(layer) for layer in found}) < len(found):
+        ex._replay = False  # a shared random layer: its calls' draws share one step buffer
+        return []
+    for layer in found:
+        layer.step_buffer = True
+    return found
+
+
+def advance_random(ex):
+    """Before a replayed training forward: each random layer's next step to the device."""
+    for layer in ex._random_layers:
+        if layer._steps is not None:  # it drew in the captured forward
+            layer.advance_step()

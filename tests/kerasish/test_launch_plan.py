@@ -111,3 +111,18 @@ def test_the_cpu_never_replays():
         assert not _cnn()._executor(10, "train")._replay  # CPU twins launch nothing
     finally:
         config.set_device(before)
+
+
+def test_a_dropout_model_replays_with_the_step_from_a_device_buffer(on_cuda):
+    dropout = [layers.Dropout(0.4, seed=3)]
+    model = _cnn(dropout)
+    ex, replayed = _train(model, replay=True)
+    assert launch_plan.replayable(ex, ex.step(10), "train") is not None
+    assert model.layers[2].step_buffer and model.layers[2]._step == 4
+    before = config.get_device()
+    config.set_device("cuda")
+    live_model = _cnn([layers.Dropout(0.4, seed=3)])
+    config.set_device(before)
+    _, live = _train(live_model, replay=False)
+    for a, b in zip(replayed, live):  # the same masks each step: the same weights
+        np.testing.assert_array_equal(a, b)
