@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The ONE prepared run for a lent NVIDIA GPU (issue 17, item 5). Steps, each with its
-# own timeout (worst case ~8.8 min in all), then one short summary:
+# own timeout (worst case ~9.5 min in all), then one short summary:
 #   install   the package + the `cuda` extra (offline machines: the image's own stack,
 #             plus any wheels carried in .whl/)
 #   doctor    python -m kernels_numba.doctor (driver, runtime, NVVM, NVRTC, nvJitLink,
 #             probe kernel)
 #   ops       every op on the hardware vs the CPU twin: pytest -m "cudasim or gpu"
 #             without the simulator (the `device` fixture's cuda cases run on the GPU)
-#   determ    the determinism test (and the launch-count test once it exists) on CUDA
+#             (this includes the launch-count, launch-plan replay, fused-loss and
+#             split-K determinism tests: they are cudasim-marked)
+#   determ    the determinism test on CUDA (a whole reference-CNN fit, twice)
+#   host      our Python per training step with launches stubbed, live vs replayed
+#             (python -m benchmarks.host_overhead, on real device arrays)
 #   gemm      our SGEMM vs cuBLAS (benchmarks/bench_gemm.py)
 #   train     reference CNN/MLP epoch time vs PyTorch eager CUDA (python -m benchmarks.train)
 # Usage: bash scripts/gpu_check.sh [--dry-run]   (logs in ${OUT:-/tmp/kerasish-gpu})
@@ -63,7 +67,8 @@ install() {
 entry_points() {  # the dry run's stand-in for the GPU steps: every entry point imports
   "$PY" - <<'EOF'
 import importlib, pathlib
-for mod in ("benchmarks.bench_gemm", "benchmarks.train", "kernels_numba.doctor"):
+for mod in ("benchmarks.bench_gemm", "benchmarks.train", "benchmarks.host_overhead",
+            "kernels_numba.doctor"):
     importlib.import_module(mod)
 for test in ("tests/kernels_numba/test_gpu_suite.py", "tests/kerasish/test_determinism.py"):
     assert pathlib.Path(test).exists(), test
@@ -84,16 +89,16 @@ DOCTOR_OK=0; grep -q "^CUDA: usable" "$OUT/doctor.log" && DOCTOR_OK=1
 
 if [ "$DRY" = 1 ]; then
   step entry 60 entry_points
-  for s in ops determ gemm train; do skip $s "dry run"; done
+  for s in ops determ host gemm train; do skip $s "dry run"; done
 elif [ $DOCTOR_OK = 0 ]; then
-  for s in ops determ gemm train; do skip $s "CUDA unusable (see doctor)"; done
+  for s in ops determ host gemm train; do skip $s "CUDA unusable (see doctor)"; done
 else
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$OUT/nvidia-smi.txt" 2>&1
   # no -x: the summary lists every failing op
   step ops 200 "$PY" -m pytest tests -q -m "cudasim or gpu" -o addopts="" -p no:cacheprovider
-  LAUNCH_TEST=$(ls tests/kerasish/test_launch_count.py 2>/dev/null)
   step determ 90 env KERASISH_TEST_DEVICE=cuda "$PY" -m pytest -q -s \
-    tests/kerasish/test_determinism.py $LAUNCH_TEST -o addopts="" -p no:cacheprovider
+    tests/kerasish/test_determinism.py -o addopts="" -p no:cacheprovider
+  step host 40 "$PY" -m benchmarks.host_overhead --steps 200 --repeats 3
   step gemm 45 "$PY" benchmarks/bench_gemm.py --repeat 10 --sizes 512,2048,4096
   if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     step train 90 "$PY" -m benchmarks.train --device cuda --quick --no-compile-time \
