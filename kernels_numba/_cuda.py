@@ -271,10 +271,10 @@ class LaunchList:
     views. `keys` compare two runs: equal keys mean the block launches
     the same kernels on the same memory with the same scalars."""
 
-    __slots__ = ("items", "keys")
+    __slots__ = ("items", "keys", "graph")
 
     def __init__(self):
-        self.items, self.keys = [], []
+        self.items, self.keys, self.graph = [], [], None
 
     def add(self, k, grid, block, shared_bytes, args):
         self.keys.append((id(k), grid, block, shared_bytes, tuple(_arg_key(a) for a in args)))
@@ -294,11 +294,50 @@ class LaunchList:
                     calls.append(record)
             if not _recorders[-1][1]:
                 return
+        if CUDA_GRAPHS and _replay_graph(self):
+            return
         stream = compute_stream()
         # k[...] each time: numba-cuda caches the configuration object (lru), while the
         # simulator's k[...] reconfigures the kernel itself, so a kept one goes stale.
         for k, grid, block, shared_bytes, args in self.items:
             k[grid, block, stream, shared_bytes](*args)
+
+
+# CUDA graphs (KERASISH_CUDA_GRAPHS=1, off by default): a replayed list is captured once
+# into a cuda.core graph on the compute stream and then launched as one graph. It needs a
+# GPU to build or test (the simulator has no graphs), so it has never run: any failure
+# turns it off with one warning and the list replays launch by launch.
+CUDA_GRAPHS = os.environ.get("KERASISH_CUDA_GRAPHS") == "1" and not SIMULATOR
+
+
+def _replay_graph(launches):
+    global CUDA_GRAPHS
+    builder = None
+    try:
+        if launches.graph is None:
+            from numba.cuda.cudadrv.driver import _to_core_stream  # numba-cuda >= 0.30
+
+            core = _to_core_stream(compute_stream())
+            builder = core.create_graph_builder().begin_building()
+            for k, grid, block, shared_bytes, args in launches.items:
+                k[grid, block, builder, shared_bytes](*args)  # recorded, not run
+            builder.end_building()
+            launches.graph = (builder.complete(), core)
+        graph, core = launches.graph
+        graph.launch(core)
+        return True
+    except Exception as exc:  # noqa: BLE001 - an optional path: say why, then go on
+        import warnings
+
+        if builder is not None and getattr(builder, "is_building", False):
+            try:  # leave the compute stream out of capture mode
+                builder.end_building()
+            except Exception:  # noqa: BLE001
+                pass
+        CUDA_GRAPHS = False
+        warnings.warn(f"kernels_numba: CUDA graph replay is off ({type(exc).__name__}: "
+                      f"{exc}); replaying launch by launch", RuntimeWarning, stacklevel=3)
+        return False
 
 
 @contextlib.contextmanager

@@ -126,3 +126,9 @@ def test_a_dropout_model_replays_with_the_step_from_a_device_buffer(on_cuda):
     _, live = _train(live_model, replay=False)
     for a, b in zip(replayed, live):  # the same masks each step: the same weights
         np.testing.assert_array_equal(a, b)
+
+
+def test_cuda_graphs_are_off_by_default_and_on_the_simulator():
+    from kernels_numba import _cuda
+
+    assert not _cuda.CUDA_GRAPHS  # KERASISH_CUDA_GRAPHS=1 opts in on a real GPU only
