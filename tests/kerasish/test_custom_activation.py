@@ -13,7 +13,7 @@ from kerasish import layers, ops
 
 
 @keras.saving.register_keras_serializable(package="tests")
-def swishy(x):
+def x_sigmoid_x(x):
     return x * ops.sigmoid(x)
 
 
@@ -28,8 +28,8 @@ def _mlp(activation, seed=0):
 
 
 def test_forward_matches_numpy_for_dense_activation_and_a_lambda():
-    model = keras.Sequential([keras.Input((5,)), layers.Dense(7, activation=swishy),
-                              layers.Activation(swishy),
+    model = keras.Sequential([keras.Input((5,)), layers.Dense(7, activation=x_sigmoid_x),
+                              layers.Activation(x_sigmoid_x),
                               layers.Dense(3, activation=lambda t: ops.tanh(t) * 2.0)])
     x = np.random.default_rng(0).random((9, 5), dtype=np.float32)
     k1, b1, k2, b2 = (v.numpy().astype(np.float64) for v in model.weights)
@@ -41,7 +41,7 @@ def test_training_equals_the_builtin_kernel_of_the_same_function():
     # x * sigmoid(x) is Keras's silu: the traced path must train like the fused kernel.
     rng = np.random.default_rng(1)
     x, y = rng.random((16, 5), dtype=np.float32), rng.random((16, 3), dtype=np.float32)
-    custom, builtin = _mlp(swishy), _mlp("silu")
+    custom, builtin = _mlp(x_sigmoid_x), _mlp("silu")
     for model in (custom, builtin):
         model.compile(keras.optimizers.SGD(0.1), "mse")
         model.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
@@ -53,7 +53,7 @@ def test_conv2d_with_a_custom_activation_trains_like_its_builtin_twin():
     rng = np.random.default_rng(2)
     x, y = rng.random((4, 6, 6, 2), dtype=np.float32), rng.integers(0, 3, 4)
     models = []
-    for act in (swishy, "silu"):
+    for act in (x_sigmoid_x, "silu"):
         keras.utils.set_random_seed(3)
         m = keras.Sequential([keras.Input((6, 6, 2)), layers.Conv2D(3, 3, activation=act),
                               layers.Flatten(), layers.Dense(3, activation="softmax")])
@@ -65,7 +65,7 @@ def test_conv2d_with_a_custom_activation_trains_like_its_builtin_twin():
 
 
 def test_frozen_layer_with_custom_activation_passes_gradients_only():
-    model = _mlp(swishy)
+    model = _mlp(x_sigmoid_x)
     model.layers[0].trainable = False
     before = model.layers[0].kernel.numpy().copy()
     model.compile("sgd", "mse")
@@ -74,10 +74,10 @@ def test_frozen_layer_with_custom_activation_passes_gradients_only():
 
 
 def test_config_names_the_function_as_keras_does_and_reloads(tmp_path):
-    model = _mlp(swishy)
+    model = _mlp(x_sigmoid_x)
     entry = model.get_config()["layers"][1]["config"]["activation"]
     assert entry == {"module": "builtins", "class_name": "function",
-                     "config": "tests>swishy", "registered_name": "function"}
+                     "config": "tests>x_sigmoid_x", "registered_name": "function"}
     path = str(tmp_path / "m.keras")
     model.save(path)
     back = keras.models.load_model(path)
@@ -110,7 +110,7 @@ def test_lambda_activation_refuses_to_save_a_config_by_name(tmp_path):
 
 def test_recurrent_layers_refuse_a_custom_activation_by_name():
     with pytest.raises(ValueError, match="activation="):
-        layers.LSTM(3, activation=swishy)
+        layers.LSTM(3, activation=x_sigmoid_x)
 
 
 _KERAS_SIDE = r"""
@@ -119,14 +119,14 @@ import numpy as np
 import keras
 
 @keras.saving.register_keras_serializable(package="tests")
-def swishy(x):
+def x_sigmoid_x(x):
     return x * keras.ops.sigmoid(x)
 
 mode, path = sys.argv[1], sys.argv[2]
 x = np.linspace(-1, 1, 15, dtype="float32").reshape(3, 5)
 if mode == "save":
     keras.utils.set_random_seed(0)
-    m = keras.Sequential([keras.Input((5,)), keras.layers.Dense(4, activation=swishy)])
+    m = keras.Sequential([keras.Input((5,)), keras.layers.Dense(4, activation=x_sigmoid_x)])
     m.save(path)
 else:
     m = keras.models.load_model(path)

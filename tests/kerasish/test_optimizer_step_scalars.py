@@ -67,7 +67,8 @@ def _record(monkeypatch, device, calls):
     def run_update(part, head, slots, constants, _run=cpu_optim.run_update):
         arrays, entries = head[0] + tuple(slots), head[1] + tuple(constants)
         packed = pack(*[a.reshape(a.size) for a in arrays], *entries)
-        calls.append((part.py_func.__name__, tuple(packed.tolist())))
+        named = part[0] if isinstance(part, tuple) else part  # (plain, segmented) parts
+        calls.append((named.py_func.__name__, tuple(packed.tolist())))
         _run(part, head, slots, constants)
 
     for module in (cpu_optim, cpu_optim_more):
