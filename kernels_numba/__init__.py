@@ -39,12 +39,8 @@ from kernels_numba.device import (  # noqa: E402,F401
     zeros,
 )
 
-from kernels_numba._cuda import (  # noqa: E402,F401
-    LaunchList,
-    LaunchRecord,
-    capture_launches,
-    record_launches,
-)
+from kernels_numba._cuda import LaunchRecord, record_launches  # noqa: E402,F401
+from kernels_numba.launches import LaunchList, capture_launches  # noqa: E402,F401
 
 # -- compile hook: tell the user once when kernels compile (kerasish prints the message) --
 

@@ -248,59 +248,7 @@ def compute_stream():
 
 
 # -- capture and replay: a launch plan built once per step shape -----------------------
-_captures = []  # active LaunchList captures, innermost last
-
-
-def _arg_key(a):
-    """What makes a launch argument the same next time: an array's memory, shape,
-    strides and dtype (a new view of the same buffer is the same), a scalar's value."""
-    import numpy as np
-
-    ary = a if isinstance(a, np.ndarray) else getattr(a, "_ary", None) if SIMULATOR else None
-    if ary is not None:  # a host array, or the simulator's FakeCUDAArray
-        return ("a", ary.__array_interface__["data"][0], ary.shape, ary.strides, ary.dtype.str)
-    cai = getattr(a, "__cuda_array_interface__", None)
-    if cai is not None:
-        return ("a", cai["data"][0], tuple(cai["shape"]), cai.get("strides"), cai["typestr"])
-    return (type(a).__name__, a)
-
-
-class LaunchList:
-    """The launches of one run of a block of work, each bound once (kernel, configuration
-    and argument objects) so `replay()` re-issues them with no validation and no new
-    views. `keys` compare two runs: equal keys mean the block launches
-    the same kernels on the same memory with the same scalars."""
-
-    __slots__ = ("items", "keys", "graph")
-
-    def __init__(self):
-        self.items, self.keys, self.graph = [], [], None
-
-    def add(self, k, grid, block, shared_bytes, args):
-        self.keys.append((id(k), grid, block, shared_bytes, tuple(_arg_key(a) for a in args)))
-        self.items.append((k, grid, block, shared_bytes, args))
-
-    def __len__(self):
-        return len(self.items)
-
-    def same_as(self, other):
-        return other is not None and self.keys == other.keys
-
-    def replay(self):
-        if _recorders:  # count (or only count) the replayed launches like live ones
-            for k, grid, block, _, _ in self.items:
-                record = LaunchRecord(kernel_name(k), grid, block)
-                for calls, _ in _recorders:
-                    calls.append(record)
-            if not _recorders[-1][1]:
-                return
-        if CUDA_GRAPHS and _replay_graph(self):
-            return
-        stream = compute_stream()
-        # k[...] each time: numba-cuda caches the configuration object (lru), while the
-        # simulator's k[...] reconfigures the kernel itself, so a kept one goes stale.
-        for k, grid, block, shared_bytes, args in self.items:
-            k[grid, block, stream, shared_bytes](*args)
+_captures = []  # active LaunchList captures (kernels_numba/launches.py), innermost last
 
 
 # CUDA graphs (KERASISH_CUDA_GRAPHS=1, off by default): a replayed list is captured once
@@ -338,18 +286,6 @@ def _replay_graph(launches):
         warnings.warn(f"kernels_numba: CUDA graph replay is off ({type(exc).__name__}: "
                       f"{exc}); replaying launch by launch", RuntimeWarning, stacklevel=3)
         return False
-
-
-@contextlib.contextmanager
-def capture_launches():
-    """`with capture_launches() as launches:` runs the block normally and keeps every
-    launch in `launches` (a LaunchList) for `launches.replay()`."""
-    captured = LaunchList()
-    _captures.append(captured)
-    try:
-        yield captured
-    finally:
-        _captures.remove(captured)
 
 
 # The probe: can this process really run kernels? Cached once per process.
