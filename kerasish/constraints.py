@@ -125,41 +125,16 @@ def check(constraint, where, shape=None):
 
 def serialize(constraint):
     """Keras 3's form: {"module", "class_name", "config", "registered_name"}."""
-    if constraint is None:
-        return None
-    from kerasish.saving.serialization import get_registered_name
+    from kerasish.saving import module_objects
 
-    cls = type(constraint)
-    builtin = _CLASSES.get(cls.__name__) is cls
-    return {"module": "keras.constraints" if builtin else cls.__module__,
-            "class_name": cls.__name__, "config": constraint.get_config(),
-            "registered_name": None if builtin else get_registered_name(constraint)}
+    return module_objects.serialize(constraint, _CLASSES, "keras.constraints")
 
 
 def deserialize(config, custom_objects=None):
     """A constraint from a Keras 3 or tf.keras 2 config dict (unknown classes refused)."""
-    from kerasish.saving.serialization import get_registered_object
+    from kerasish.saving import module_objects
 
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise ValueError(f"Could not interpret constraint config: {config!r}")
-    name = config["class_name"]
-    cls = None
-    registered = config.get("registered_name")
-    if isinstance(registered, str) or custom_objects:
-        cls = get_registered_object(registered or name, custom_objects) or \
-            get_registered_object(name, custom_objects)
-    cls = cls or _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown constraint class: {name!r}. Valid: "
-                         f"{sorted(c for c in _CLASSES if c != 'Constraint')} (or a class "
-                         f"registered with register_keras_serializable)")
-    inner = config.get("config", {})
-    if not isinstance(inner, dict):
-        raise ValueError(f"Constraint {name}: expected a config dict; received {inner!r}")
-    try:
-        return cls.from_config(inner)
-    except TypeError as exc:
-        raise ValueError(f"Constraint {name}: bad config {inner!r}: {exc}") from None
+    return module_objects.deserialize(config, _CLASSES, "constraint", "Constraint", custom_objects)
 
 
 def get(identifier):

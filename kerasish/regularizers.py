@@ -121,41 +121,17 @@ _NAMES = {**_CLASSES, "regularizer": Regularizer, "l1": L1, "l2": L2, "l1l2": L1
 
 def serialize(regularizer):
     """Keras 3's form: {"module", "class_name", "config", "registered_name"}."""
-    if regularizer is None:
-        return None
-    from kerasish.saving.serialization import get_registered_name
+    from kerasish.saving import module_objects
 
-    cls = type(regularizer)
-    builtin = _CLASSES.get(cls.__name__) is cls
-    return {"module": "keras.regularizers" if builtin else cls.__module__,
-            "class_name": cls.__name__, "config": regularizer.get_config(),
-            "registered_name": None if builtin else get_registered_name(regularizer)}
+    return module_objects.serialize(regularizer, _CLASSES, "keras.regularizers")
 
 
 def deserialize(config, custom_objects=None):
     """A regularizer from a Keras 3 or tf.keras 2 config dict (unknown classes refused)."""
-    from kerasish.saving.serialization import get_registered_object
+    from kerasish.saving import module_objects
 
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise ValueError(f"Could not interpret regularizer config: {config!r}")
-    name = config["class_name"]
-    cls = None
-    registered = config.get("registered_name")
-    if isinstance(registered, str) or custom_objects:
-        cls = get_registered_object(registered or name, custom_objects) or \
-            get_registered_object(name, custom_objects)
-    cls = cls or _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown regularizer class: {name!r}. Valid: "
-                         f"{sorted(c for c in _CLASSES if c != 'Regularizer')} (or a class "
-                         f"registered with register_keras_serializable)")
-    inner = config.get("config", {})
-    if not isinstance(inner, dict):
-        raise ValueError(f"Regularizer {name}: expected a config dict; received {inner!r}")
-    try:
-        return cls.from_config(inner)
-    except TypeError as exc:
-        raise ValueError(f"Regularizer {name}: bad config {inner!r}: {exc}") from None
+    return module_objects.deserialize(config, _CLASSES, "regularizer", "Regularizer",
+                                      custom_objects)
 
 
 def get(identifier):
