@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from kernels_numba import ops
+from kernels_numba._cuda import SIMULATOR
+from kernels_numba.gpu.reduction import BLOCK
 from kernels_numba.ops import metric as metric_ops
 from kernels_numba.testing import assert_close, host, on, rng
 
@@ -22,9 +24,19 @@ def ref_confusion(p, t, thr, w, clip, sigmoid):
             ((~above & ~pos) * w).sum(1), ((~above & pos) * w).sum(1)]
 
 
-@pytest.mark.parametrize("shape,n_thr", [((1,), 1), ((7, 3), 5), ((30, 11), 67)], ids=str)
+# case -> (shape, thresholds). "many": more elements than a block has threads (each
+# thread strides), many blocks. The simulator runs every thread as a Python thread
+# (~4 min for the full case), so there it is just past one block with a few thresholds.
+CASES = {"one": ((1,), 1), "small": ((7, 3), 5), "many": ((30, 11), 67)}
+SIM_MANY = ((13, 7), 3)
+
+
+@pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("mode", ["plain", "weighted", "clip", "sigmoid"])
-def test_confusion_update_accumulates(device, shape, n_thr, mode):
+def test_confusion_update_accumulates(device, case, mode):
+    shape, n_thr = SIM_MANY if (case == "many" and device == "cuda" and SIMULATOR) \
+        else CASES[case]
+    assert case != "many" or np.prod(shape) > BLOCK  # every thread strides
     r = rng(len(shape) + n_thr)
     p = (r.standard_normal(shape) if mode == "sigmoid" else r.uniform(-0.2, 1.2, shape))
     p = p.astype(np.float32)
