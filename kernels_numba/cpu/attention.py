@@ -6,12 +6,18 @@ are single-threaded cblas_sgemm calls on the operands in place (row stride H*D: 
 (B, T, H, D) layout needs no copies), or plain loops without a bound BLAS. Scratch per
 task: the score tile S, the probability-gradient tile, the output tile and row
 statistics, all from the workspace row of the task (memory independent of T).
+
+Dropout on the probabilities (training): `keep(key, ...)` is the keep factor of score
+(b, h, i, j), a pure function of the (seed, step) key and that flat index (ops.dropout's
+hash), recomputed in the backward instead of stored; the CUDA kernels call the same
+function, so the masks agree bit for bit.
 """
 
 import numba
 import numpy as np
 
 from kernels_numba._blas import NO_TRANS, TRANS
+from kernels_numba.cpu import dropout as _rng
 from kernels_numba.cpu import gemm as _gemm
 
 T = 64  # tile size (rows and keys); must match ops.attention.TILE_CPU
@@ -50,6 +56,28 @@ def _mm(use_blas, address, marker, ta, tb, m, n, k, a, ao, lda, b, bo, ldb, beta
             c[co + i * ldc + j] = s
 
 
+def keep(key, bb, h, i, j, nh, tq, tk, rate, keep_scale):
+    """Dropout factor of score (bb, h, i, j): keep_scale (1/(1-rate)) where the hash of
+    the flat (B, H, Tq, Tk) index under key is >= rate, else 0. Shared with the CUDA
+    kernels. (No parameter named `inv`: _forward's prange body assigns that name.)"""
+    idx = ((bb * nh + h) * tq + i) * tk + j
+    return keep_scale if _hash_uniform(key, idx) >= rate else _ZERO
+
+
+_hash_uniform = numba.njit(inline="always")(_rng.hash_uniform)
+_keep = numba.njit(inline="always")(keep)
+
+
+@numba.njit(parallel=True, cache=True)
+def _keep_mask(out, key, rate, keep_scale):
+    nb, nh, tq, tk = out.shape
+    for t in numba.prange(nb * nh):
+        bb, h = t // nh, t % nh
+        for i in range(tq):
+            for j in range(tk):
+                out[bb, h, i, j] = _keep(key, bb, h, i, j, nh, tq, tk, rate, keep_scale)
+
+
 @numba.njit(nogil=True, inline="always")
 def _score(s, mask, has_mask, causal, bb, i, j, tq, tk, scale):
     """The scaled score, or MASKED where the mask or causality drops it."""
@@ -62,7 +90,7 @@ def _score(s, mask, has_mask, causal, bb, i, j, tq, tk, scale):
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, nb, tq, tk,
-             nh, d, dv, scale, causal, probs, want_probs):
+             nh, d, dv, scale, causal, probs, want_probs, has_drop, key, rate, keep_scale):
     ld_q, ld_v = nh * d, nh * dv
     for task in numba.prange(nb * nh):
         bb, h = task // nh, task % nh
@@ -102,8 +130,12 @@ def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, n
                         p = np.exp(w[s_off + r * T + c] - mx)
                         w[s_off + r * T + c] = p
                         total += p
-                    w[l_off + r] = w[l_off + r] * alpha + total
+                    w[l_off + r] = w[l_off + r] * alpha + total  # l: before dropout
                     w[m_off + r] = mx
+                    if has_drop:  # out sums the dropped, rescaled probabilities
+                        for c in range(mk):
+                            w[s_off + r * T + c] *= _keep(key, bb, h, i0 + r, j0 + c, nh,
+                                                          tq, tk, rate, keep_scale)
                     for e in range(dv):
                         w[o_off + r * dv + e] *= alpha
                 vo = ((bb * tk + j0) * nh + h) * dv
@@ -139,7 +171,7 @@ def _forward(use_blas, address, marker, out, lse, q, k, v, mask, has_mask, ws, n
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dout, q, k, v,
               out, lse, mask, has_mask, ws, nb, tq, tk, nh, d, dvs, scale, causal, probs,
-              dprobs, has_dprobs):
+              dprobs, has_dprobs, has_drop, key, rate, keep_scale):
     ld_q, ld_v = nh * d, nh * dvs
     for task in numba.prange(nb * nh):
         bb, h = task // nh, task % nh
@@ -189,8 +221,13 @@ def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dou
                             p = _ONE / np.float32(tk)
                         else:
                             p = np.exp(sc - row_lse)
-                        w[p_off + r * T + c] = p
                         gi = g_off + r * T + c
+                        if has_drop:  # dP = d(dropped P) * factor; dv takes dropped P
+                            f = _keep(key, bb, h, i0 + r, j0 + c, nh, tq, tk, rate, keep_scale)
+                            w[gi] *= f
+                            w[p_off + r * T + c] = p * f
+                        else:
+                            w[p_off + r * T + c] = p
                         if has_dprobs:
                             w[gi] += dprobs[bb, h, i0 + r, j0 + c]
                         w[gi] = _ZERO if dropped else p * (w[gi] - w[dl_off + r]) * scale
@@ -207,7 +244,22 @@ def _backward(use_blas, address, marker, dq, dk, dv, want_q, want_k, want_v, dou
 
 # launchers
 
-def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs):
+def _drop_key(drop):
+    """(has_drop, key, rate, inv) from the op's (rate, inv, key, steps) or None; a steps
+    buffer is read here (a host array on the CPU: nothing is recorded for replay)."""
+    if drop is None:
+        return False, np.uint64(0), _ZERO, _ONE
+    rate, inv, key, steps = drop
+    if steps is not None:
+        key = np.uint64(_rng.dropout_key(int(key), int(steps[0]) | (int(steps[1]) << 32)))
+    return True, np.uint64(key), np.float32(rate), np.float32(inv)
+
+
+def attention_keep_mask(out, rate, inv, key, steps):
+    _keep_mask(out, _drop_key((rate, inv, key, steps))[1], np.float32(rate), np.float32(inv))
+
+
+def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs, drop=None):
     nb, tq, nh, d = q.shape
     tk, dv = k.shape[1], v.shape[3]
     if out.size == 0:
@@ -219,11 +271,12 @@ def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs):
     m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
     _forward(_BLAS, _ADDRESS, _MARKER, out, lse, q.reshape(-1), k.reshape(-1),
              v.reshape(-1), m, mask is not None, workspace, nb, tq, tk, nh, d, dv, scale,
-             causal, probs if probs is not None else _DUMMY4, probs is not None)
+             causal, probs if probs is not None else _DUMMY4, probs is not None,
+             *_drop_key(drop))
 
 
 def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, scale, causal,
-                       probs, dprobs):
+                       probs, dprobs, drop=None):
     nb, tq, nh, d = q.shape
     tk, dvs = k.shape[1], v.shape[3]
     dummy = np.zeros((1, 1, 1, 1), np.float32)
@@ -236,4 +289,5 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, sca
               q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, m, mask is not None,
               workspace, nb, tq, tk, nh, d, dvs, scale, causal,
               probs if dprobs is not None else _DUMMY4,
-              dprobs if dprobs is not None else _DUMMY4, dprobs is not None)
+              dprobs if dprobs is not None else _DUMMY4, dprobs is not None,
+              *_drop_key(drop))

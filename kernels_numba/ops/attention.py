@@ -19,6 +19,14 @@ Per batch b and head h:  out = softmax(q k^T * scale, masked) v.
 - probs= (optional): the probabilities materialised, (B, H, Tq, Tk), for Keras's
   return_attention_scores path (softmax times the keep mask: a fully masked row is all
   zeros there, and so is its out row); the backward then takes their gradient dprobs.
+- Dropout (dropout_rate > 0, Keras's training path): the probabilities are dropped
+  after the softmax and the kept ones scaled by 1/(1-rate) before the weighted sum
+  (probs= stays the pre-dropout softmax, as Keras's returned scores). The keep decision
+  of score (b, h, i, j) is ops.dropout's counter-based hash of its flat (B, H, Tq, Tk)
+  index under the (seed, step) key: nothing is stored, the backward regenerates it
+  (pass the same seed and step), and CPU and CUDA agree bit for bit. `step` is an int
+  or ops.dropout's uint32 (2,) steps buffer (a replayed launch reads the step itself).
+  `attention_keep_mask` writes the mask (for tests).
 - Determinism: no atomics; dk/dv are accumulated by the block (CUDA) or task (CPU) that
   owns a key tile, looping over the query tiles in order.
 Conventions: outputs first; ops never allocate; dq, dk, dv are overwritten.
@@ -29,9 +37,10 @@ import numpy as np
 from kernels_numba import _check
 from kernels_numba.device import device_of
 from kernels_numba.dispatch import impl
+from kernels_numba.ops.dropout import key_and_steps
 
 __all__ = ["attention_forward", "attention_backward", "attention_workspace_shape",
-           "ATTENTION_MAX_HEAD_DIM_CUDA"]
+           "attention_keep_mask", "ATTENTION_MAX_HEAD_DIM_CUDA"]
 FAMILY = "attention"
 TILE_CPU = 64  # query rows and keys per CPU tile
 ATTENTION_MAX_HEAD_DIM_CUDA = 128  # shared-memory tiles are sized for this
@@ -82,8 +91,34 @@ def _check_qkv(op, q, k, v, mask, causal, workspace):
     return b, tq, tk, h, d, dv
 
 
+def _dropout(op, rate, seed, step, **arrays):
+    """(rate, 1/(1-rate), key, steps) for the kernels, or None when rate == 0."""
+    try:
+        rate = float(rate)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: expected dropout_rate to be a number; received "
+                        f"{rate!r}") from None
+    if not (np.isfinite(rate) and 0.0 <= rate < 1.0):
+        raise ValueError(f"{op}: expected dropout_rate in [0, 1); received {rate!r}")
+    if rate == 0.0:
+        return None
+    key, steps = key_and_steps(op, seed, step, **arrays)
+    return np.float32(rate), np.float32(1.0 / (1.0 - rate)), key, steps
+
+
+def attention_keep_mask(out, *, rate, seed, step):
+    """out (B, H, Tq, Tk) float32 = the dropout factors attention_forward applies for
+    (rate, seed, step): 1/(1-rate) where a probability is kept, 0 where dropped."""
+    op = "attention_keep_mask"
+    _check.array(op, "out", out, ndim=4)
+    drop = _dropout(op, rate, seed, step, out=out)
+    if drop is None:
+        raise ValueError(f"{op}: expected rate in (0, 1); received {rate!r}")
+    impl(op, FAMILY, out=out)(out, *drop)
+
+
 def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=False,
-                      probs=None):
+                      probs=None, dropout_rate=0.0, seed=0, step=0):
     """out = softmax(q k^T * scale + mask) v per (batch, head); lse for the backward.
 
     Args:
@@ -98,7 +133,10 @@ def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=
         probs: (B, H, Tq, Tk) float32 or None, output: the attention probabilities
             materialised (Keras's return_attention_scores path: softmax times the keep
             mask, so a fully masked row is all zeros - and then so is its out row, and
-            its lse is +inf).
+            its lse is +inf); before dropout.
+        dropout_rate: float in [0, 1): dropout on the probabilities (training).
+        seed, step: the dropout key (ops.dropout's: step an int >= 0 or a uint32 (2,)
+            steps buffer on q's device); the backward needs the same.
     """
     op = "attention_forward"
     b, tq, tk, h, d, dv = _check_qkv(op, q, k, v, mask, causal, workspace)
@@ -106,13 +144,15 @@ def attention_forward(out, lse, q, k, v, mask, workspace, *, scale=None, causal=
     _check.array(op, "lse", lse, shape=(b, h, tq))
     if probs is not None:
         _check.array(op, "probs", probs, shape=(b, h, tq, tk))
+    drop = _dropout(op, dropout_rate, seed, step, q=q)
     fn = impl(op, FAMILY, out=out, lse=lse, q=q, k=k, v=v, mask=mask, workspace=workspace,
               probs=probs)
-    fn(out, lse, q, k, v, mask, workspace, _scale(op, scale, d), bool(causal), probs)
+    fn(out, lse, q, k, v, mask, workspace, _scale(op, scale, d), bool(causal), probs, drop)
 
 
 def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, scale=None,
-                       causal=False, probs=None, dprobs=None):
+                       causal=False, probs=None, dprobs=None, dropout_rate=0.0, seed=0,
+                       step=0):
     """Gradients of sum(out * dout) wrt q, k, v (each overwritten; None: skip).
 
     Args:
@@ -124,6 +164,7 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, 
         workspace: as for attention_forward.
         probs, dprobs: (B, H, Tq, Tk) float32 or None: the probs attention_forward wrote
             and the gradient wrt them (both or neither; probs alone is ignored).
+        dropout_rate, seed, step: as given to attention_forward (the mask is regenerated).
     """
     op = "attention_backward"
     b, tq, tk, h, d, dvs = _check_qkv(op, q, k, v, mask, causal, workspace)
@@ -139,7 +180,8 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, *, 
                              f"received probs=None")
         _check.array(op, "probs", probs, shape=(b, h, tq, tk))
         _check.array(op, "dprobs", dprobs, shape=(b, h, tq, tk))
+    drop = _dropout(op, dropout_rate, seed, step, q=q)
     fn = impl(op, FAMILY, dq=dq, dk=dk, dv=dv, dout=dout, q=q, k=k, v=v, out=out, lse=lse,
               mask=mask, workspace=workspace, probs=probs, dprobs=dprobs)
     fn(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, _scale(op, scale, d),
-       bool(causal), probs, dprobs)
+       bool(causal), probs, dprobs, drop)

@@ -251,10 +251,11 @@ def test_cpu_loop_path_without_blas_matches():
         sc = np.float32(0.6)
         C._forward(use_blas, C._ADDRESS, C._MARKER, out, lse, q.reshape(-1), k.reshape(-1),
                    v.reshape(-1), mask.reshape(-1), True, ws, b, tq, tk, h, d, d, sc, True,
-                   C._DUMMY4, False)
+                   C._DUMMY4, False, *C._drop_key(None))
         C._backward(use_blas, C._ADDRESS, C._MARKER, *grads, True, True, True, g,
                     q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, mask.reshape(-1),
-                    True, ws, b, tq, tk, h, d, d, sc, True, C._DUMMY4, C._DUMMY4, False)
+                    True, ws, b, tq, tk, h, d, d, sc, True, C._DUMMY4, C._DUMMY4, False,
+                    *C._drop_key(None))
         results.append([out, *grads])
     assert_close(results[0][0], _ref(q, k, v, mask, True, 0.6), rtol=1e-4, atol=1e-5,
                  what="loop path out")
