@@ -1,4 +1,5 @@
-"""The one module that imports numba.cuda: a thin jit/launch facade.
+"""The one module that imports numba.cuda (_kernel_cache.py, its disk-cache part, reaches
+into numba-cuda's cache classes): a thin jit/launch facade.
 
 Everything CUDA-specific the rest of the package needs goes through here, so a
 move from numba-cuda (maintenance mode) to its successor touches this file only.
@@ -7,7 +8,8 @@ move from numba-cuda (maintenance mode) to its successor touches this file only.
   (`IMPORT_ERROR` keeps why).
 - `kernel(*signatures)` declares a @cuda.jit kernel and records it, with every
   signature it is launched with, in KERNELS; the PTX test compiles that list, so
-  no kernel escapes the float64 scan. Kernels are cached on disk (see `_DiskCache`).
+  no kernel escapes the float64 scan. Kernels are cached on disk (_kernel_cache.py,
+  numba-cuda's cache with a package-wide stamp).
 - `device_function` declares a @cuda.jit(device=True) helper.
 - `launch(k, grid, block, *args)` launches with a cached configuration;
   `record_launches()` lists every launch (tests, benchmarks).
@@ -17,10 +19,10 @@ move from numba-cuda (maintenance mode) to its successor touches this file only.
 """
 
 import contextlib
-import hashlib
 import os
 import threading
-from pathlib import Path
+
+from kernels_numba._kernel_cache import enable_disk_cache, source_stamp  # noqa: F401
 
 IMPORT_ERROR = ""
 try:  # numba-cuda is an optional extra; importing it needs no driver.
@@ -72,66 +74,11 @@ def _jit_options(options):
     return options
 
 
-# On-disk kernel cache. numba-cuda keys an entry by signature, CUDA runtime version,
-# device cc, numba-cuda version and the kernel's bytecode, and drops a file's entries
-# when that file's mtime/size change - but not when a device function or constant in
-# ANOTHER file changes (numba#8888). So every kernel's stamp is a hash of the whole
-# package source: any edit recompiles everything once. Reading or writing the cache
-# needs a real device; the simulator has no cache. KERNELS_NUMBA_CUDA_CACHE=0 turns it off.
+# On-disk kernel cache (kernels_numba/_kernel_cache.py: why the stamp is package-wide).
+# Reading or writing the cache needs a real device; the simulator has no cache.
+# KERNELS_NUMBA_CUDA_CACHE=0 turns it off; CACHE_ERROR says why it failed, if it did.
 DISK_CACHE = cuda is not None and not SIMULATOR and \
     os.environ.get("KERNELS_NUMBA_CUDA_CACHE", "1") != "0"
-_source_stamp = None
-
-
-def source_stamp():
-    """sha256 of every .py file of kernels_numba (names and contents), computed once."""
-    global _source_stamp
-    if _source_stamp is None:
-        root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
-        _source_stamp = h.hexdigest()
-    return _source_stamp
-
-
-class _StampedLocator:
-    """numba's cache locator with the package stamp instead of one file's mtime/size."""
-
-    def __init__(self, inner):
-        self._inner = inner
-
-    def get_source_stamp(self):
-        return ("kernels_numba", source_stamp())
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-
-def _enable_disk_cache(dispatcher):
-    """Give `dispatcher` numba-cuda's CUDACache with the package-wide stamp.
-
-    Uses numba-cuda internals (dispatcher.CUDACache, CUDACacheImpl, 0.30.x); if they
-    move, the kernel still works, uncached, and `CACHE_ERROR` says why.
-    """
-    global CACHE_ERROR
-    try:
-        from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
-
-        class _Impl(CUDACacheImpl):
-            def __init__(self, py_func):
-                super().__init__(py_func)
-                self._locator = _StampedLocator(self._locator)
-
-        class _Cache(CUDACache):
-            _impl_class = _Impl
-
-        dispatcher._cache = _Cache(dispatcher.py_func)
-    except Exception as exc:  # noqa: BLE001 - caching is an optimization; keep why
-        CACHE_ERROR = f"{type(exc).__name__}: {exc}"
-
-
 CACHE_ERROR = ""
 
 
@@ -147,13 +94,14 @@ def kernel(*signatures, **options):
         raise ValueError("kernel(): every kernel must declare at least one signature")
 
     def decorate(pyfunc):
+        global CACHE_ERROR
         name = f"{pyfunc.__module__}.{pyfunc.__name__}"
         KERNELS[name] = KernelSpec(name, pyfunc, list(signatures))
         if cuda is None:
             return _Unavailable(name)
         k = cuda.jit(**_jit_options(options))(pyfunc)
         if DISK_CACHE:
-            _enable_disk_cache(k)
+            CACHE_ERROR = enable_disk_cache(k) or CACHE_ERROR
         return k
 
     return decorate
