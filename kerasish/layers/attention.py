@@ -15,17 +15,25 @@ kernels (d_in, heads, dim) and biases (heads, dim), attention_output kernel
 
 Masks: attention_mask (B, Tq, Tk), kept where > 0.5 (Keras's rule), and the causal flag;
 a fully masked row attends uniformly (Keras 3's default path). Not supported (refused by
-name): attention_axes other than None/(1,) (inputs of rank 3 only), dropout > 0 in
-training, return_attention_scores=True, query_mask/value_mask/key_mask, a `None`
-sequence length, use_gate, sliding_window.
+name): attention_axes other than None/(1,) (inputs of rank 3 only), query_mask/value_mask/
+key_mask, a `None` sequence length, use_gate, sliding_window.
+
+Dropout (training only, as Keras: on the attention probabilities after the softmax,
+kept ones scaled by 1/(1-rate); the returned scores are the pre-dropout ones) runs inside
+the fused kernel: a counter-based keep decision per (batch, head, query, key) from
+(seed, step), regenerated in the backward. Seed and step are Dropout's
+(layers/step_buffer.py StepCounter: set_random_seed, checkpoints, the device step
+buffer a replayed launch plan advances with `advance_step()`).
 """
 
 import math
 
 import numpy as np
 
-from kerasish.layers.core import _init_config, check_number
+from kerasish import random as kr
+from kerasish.layers.core import _init_config, _seed, check_number
 from kerasish.layers.layer import Layer
+from kerasish.layers.step_buffer import StepCounter
 from kernels_numba import device_of, ops
 from kernels_numba.ops import attention as attention_ops
 
@@ -37,7 +45,31 @@ def _rows(a, c):
     return a.reshape((a.size // c, c))
 
 
-class MultiHeadAttention(Layer):
+class _AttentionDropout(StepCounter):
+    """Dropout bookkeeping of the attention layers: this forward's (rate, seed, step)
+    keyword arguments for ops.attention_forward, kept so the backward regenerates the
+    same mask (step: the int, or the device steps buffer, which holds this step until
+    the next training forward advances it)."""
+
+    def _init_dropout(self, who, dropout, seed):
+        self.dropout = check_number(who, "dropout", dropout, "in [0, 1)",
+                                    lambda v: 0 <= v < 1)
+        self.seed = _seed(who, seed)
+        self._init_steps()
+        self._drop = {}
+
+    def _build_seed(self):
+        self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
+
+    def _dropout_args(self, training, like):
+        self._drop = {}
+        if training and self.dropout > 0:
+            self._drop = {"dropout_rate": self.dropout, "seed": self._seed,
+                          "step": self._advance(like)}
+        return self._drop
+
+
+class MultiHeadAttention(_AttentionDropout, Layer):
     """Multi-head (scaled dot-product) attention, as keras.layers.MultiHeadAttention."""
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
@@ -55,7 +87,7 @@ class MultiHeadAttention(Layer):
                                  f"{arg}={value!r}")
         self.num_heads, self.key_dim = int(num_heads), int(key_dim)
         self.value_dim = int(key_dim if value_dim is None else value_dim)
-        self.dropout = check_number(who, "dropout", dropout, "in [0, 1)", lambda v: 0 <= v < 1)
+        self._init_dropout(who, dropout, seed)
         self.use_bias = bool(use_bias)
         if output_shape is not None:
             dims = [output_shape] if isinstance(output_shape, (int, np.integer)) else \
@@ -83,7 +115,6 @@ class MultiHeadAttention(Layer):
         if use_gate:
             raise ValueError(f"{who}: use_gate=True is not supported; expected False")
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.seed = seed
         self._options = None  # (has_key, has_mask, causal, scores): the first call's
 
     # -- calls ----------------------------------------------------------------------
@@ -173,6 +204,7 @@ class MultiHeadAttention(Layer):
                                        initializer=self.bias_initializer)
                 bias.path = f"{self._path_prefix}{self.name}/{group}/bias"
             self._params[group] = (kern, bias)
+        self._build_seed()
         self.built = True
 
     def get_build_config(self):
@@ -227,10 +259,6 @@ class MultiHeadAttention(Layer):
         return q, k, v, mask, causal
 
     def forward(self, y, x, training):
-        if training and self.dropout > 0:
-            raise ValueError(f"MultiHeadAttention '{self.name}': dropout={self.dropout} in "
-                             f"training is not supported by the fused kernel; use dropout=0 "
-                             f"(a Dropout layer after the attention is supported)")
         q, k, v, mask, causal = self._inputs(x)
         y, probs = (y[0], y[1]) if self._options[3] else (y, None)
         n = q.shape[0]
@@ -243,7 +271,7 @@ class MultiHeadAttention(Layer):
                               None if bias is None else bias.value.reshape((width,)))
         attention_ops.attention_forward(s["o"], s["lse"], s["q"], s["k"], s["v"], mask, s["ws"],
                                         scale=1.0 / math.sqrt(self.key_dim), causal=causal,
-                                        probs=probs)
+                                        probs=probs, **self._dropout_args(training, q))
         kern, bias = self._params["attention_output"]
         hv = self.num_heads * self.value_dim
         ops.dense_forward(_rows(y, y.shape[2]), _rows(s["o"], hv),
@@ -272,7 +300,7 @@ class MultiHeadAttention(Layer):
         attention_ops.attention_backward(s["dq"], s["dk"], s["dv"], s["do"], s["q"], s["k"],
                                          s["v"], s["o"], s["lse"], mask, s["ws"],
                                          scale=1.0 / math.sqrt(self.key_dim), causal=causal,
-                                         probs=probs, dprobs=dprobs)
+                                         probs=probs, dprobs=dprobs, **self._drop)
         dx_q, dx_v = dx[0], dx[1]
         dx_k = dx[2] if has_key else None
         self._project_back("query", dx_q, s["dq"], q)
@@ -312,12 +340,12 @@ class MultiHeadAttention(Layer):
                 "bias_constraint": None, "seed": self.seed}
 
 
-class Attention(Layer):
+class Attention(_AttentionDropout, Layer):
     """Dot-product (Luong) attention, as keras.layers.Attention: call([query, value]) or
     [query, value, key], out = softmax(query key^T) value on the fused kernel (one head:
-    the (B, T, D) inputs are (B, T, 1, D) views). use_causal_mask as Keras. Refused by
-    name: use_scale=True, score_mode="concat", dropout > 0 in training, explicit masks,
-    return_attention_scores=True."""
+    the (B, T, D) inputs are (B, T, 1, D) views). use_causal_mask as Keras; dropout in
+    training inside the kernel (MultiHeadAttention's). Refused by name: use_scale=True,
+    score_mode="concat", explicit masks, return_attention_scores=True."""
 
     def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
@@ -328,8 +356,8 @@ class Attention(Layer):
         if use_scale or score_mode != "dot":
             raise ValueError(f"{who}: only use_scale=False, score_mode='dot' are supported; "
                              f"received use_scale={use_scale!r}, score_mode={score_mode!r}")
-        self.use_scale, self.score_mode, self.seed = False, "dot", seed
-        self.dropout = check_number(who, "dropout", dropout, "in [0, 1)", lambda v: 0 <= v < 1)
+        self.use_scale, self.score_mode = False, "dot"
+        self._init_dropout(who, dropout, seed)
         self._causal = None
 
     def __call__(self, inputs, mask=None, training=None, return_attention_scores=False,
@@ -361,6 +389,10 @@ class Attention(Layer):
                              f"{[q, v, k]}")
         return q, k, v
 
+    def build(self, input_shape):
+        self._shapes(input_shape)
+        self._build_seed()
+
     def compute_output_shape(self, input_shape):
         q, _, v = self._shapes(input_shape)
         return (q[0], q[1], v[2])
@@ -385,12 +417,10 @@ class Attention(Layer):
         return as4(q), as4(k), as4(v), self.scratch_view("lse", n), ws, as4
 
     def forward(self, y, x, training):
-        if training and self.dropout > 0:
-            raise ValueError(f"Attention '{self.name}': dropout={self.dropout} in training is "
-                             f"not supported by the fused kernel; use dropout=0")
         q, k, v, lse, ws, as4 = self._views(x)
         attention_ops.attention_forward(as4(y), lse, q, k, v, None, ws, scale=1.0,
-                                        causal=self._causal)
+                                        causal=self._causal,
+                                        **self._dropout_args(training, q))
 
     def backward(self, dx, dy, x, y):
         q, k, v, lse, ws, as4 = self._views(x)
@@ -398,13 +428,13 @@ class Attention(Layer):
         if len(x) > 2:
             attention_ops.attention_backward(view(dx[0]), view(dx[2]), view(dx[1]), as4(dy),
                                              q, k, v, as4(y), lse, None, ws, scale=1.0,
-                                             causal=self._causal)
+                                             causal=self._causal, **self._drop)
             return
         # key is value: its gradient is the sum of the key and value paths
         tmp = None if dx[1] is None else self.scratch_view("dx_tmp", x[0].shape[0])
         attention_ops.attention_backward(view(dx[0]), view(tmp), view(dx[1]), as4(dy), q, k,
                                          v, as4(y), lse, None, ws, scale=1.0,
-                                         causal=self._causal)
+                                         causal=self._causal, **self._drop)
         if dx[1] is not None:
             ops.axpy(dx[1], tmp, 1.0)
 
