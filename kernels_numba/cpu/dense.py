@@ -1,8 +1,12 @@
 """CPU twins of kernels_numba.ops.dense (validated arguments only).
 
 GEMMs go through kernels_numba.cpu.gemm (NumPy's BLAS on output blocks, in
-parallel; transposed operands are views, which BLAS takes as transpose flags).
-Bias gradients are a GEMM with a row of ones (nothing to compile). Bias + activation
+parallel; transposed operands are views, which BLAS takes as transpose flags), except
+small ones (below gemm.SPLIT_MIN_MACS, which gemm runs as one BLAS call on the calling
+thread anyway): np.matmul makes that same sgemm call with ~12 us less Python around it
+(gemm's ctypes pointers, thread count and 14-argument ctypes call; the MLP's step has
+five such products). Bias gradients are a GEMM with a row of ones (nothing to
+compile), or NumPy's column sum when dy is small. Bias + activation
 run as one njit pass after the product (split over rows across
 threads by kernels_numba.cpu._parallel for large outputs; the same serial function
 either way, compiled once per kind used, relu and linear sharing one). The CUDA split-K/bias workspace is accepted and ignored (the CPU
@@ -15,7 +19,7 @@ import numpy as np
 from kernels_numba.cpu._parallel import f32_1d, f32_2d, lazy_part, pack, run_parts
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, _forward_inline, _relu, \
     activation_backward
-from kernels_numba.cpu.gemm import gemm, product_scratch
+from kernels_numba.cpu.gemm import SPLIT_MIN_MACS, _thread_buffer, gemm, product_scratch
 from kernels_numba.ops.activation import KIND_CODES
 
 _NO_BIAS = np.zeros(1, np.float32)
@@ -77,6 +81,27 @@ def _bias_activation_part(code):
 
 
 _ONES = [np.ones(0, np.float32)]
+# Below this many elements NumPy's column sum beats the ones-row GEMM's call overhead.
+SMALL_SIZE = 1 << 15
+
+
+def product(c, a, b, accumulate=False):
+    """c = a @ b, or c += a @ b (a, b may be transposed views): gemm, or for a small
+    product np.matmul (the same single-threaded sgemm, fewer microseconds around it)."""
+    if c.size * a.shape[1] >= SPLIT_MIN_MACS or not _blasable(c, a, b):
+        gemm(c, a, b, accumulate=accumulate)
+    elif not accumulate:
+        np.matmul(a, b, out=c)  # the old c (even NaN) is never read
+    else:  # not product_scratch: a or b may be masked_grad's result in it
+        prod = _thread_buffer("small_product", c.size).reshape(c.shape)
+        np.matmul(a, b, out=prod)
+        c += prod
+
+
+def _blasable(c, a, b):
+    # np.matmul hands BLAS only unit-stride operands (else it loops in C: gemm's case)
+    return (c.flags.c_contiguous and (a.flags.c_contiguous or a.flags.f_contiguous)
+            and (b.flags.c_contiguous or b.flags.f_contiguous))
 
 
 def add_column_sums(db, dy):
@@ -84,6 +109,9 @@ def add_column_sums(db, dy):
     so no njit loop to compile (the GEMM's K-split partials add in a fixed order)."""
     m = dy.shape[0]
     if m == 0:
+        return
+    if dy.size < SMALL_SIZE:  # rows added in order: deterministic
+        db += np.add.reduce(dy, axis=0)
         return
     ones = _ONES[0]
     if ones.size < m:  # grows only; read-only, so threads may share it
@@ -93,7 +121,10 @@ def add_column_sums(db, dy):
 
 def bias_activation(y, b, code):
     """y = act(y + b) in place on a 2-D y (the GEMM epilogue of dense and conv2d)."""
-    if (b is not None or code != KIND_CODES["linear"]) and y.size:
+    if code == LINEAR and b is not None and y.size < SMALL_SIZE:
+        np.add(y, b, out=y)  # the part's row[j] += b[j], without its ~8 us of call
+        return
+    if (b is not None or code != LINEAR) and y.size:
         bias = _NO_BIAS if b is None else b
         args = pack(y, bias, (int(b is not None) << 8) | code)
         if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
@@ -117,29 +148,29 @@ def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, worksp
     op_a = a.T if trans_a else a
     op_b = b.T if trans_b else b
     if beta == 0:
-        gemm(c, op_a, op_b)  # the old c (even NaN) is never read
+        product(c, op_a, op_b)  # the old c (even NaN) is never read
         if alpha != 1:
             c *= alpha
         return
     if alpha == 1 and beta == 1:
-        gemm(c, op_a, op_b, accumulate=True)
+        product(c, op_a, op_b, accumulate=True)
         return
     prod = product_scratch(c.shape)
-    gemm(prod, op_a, op_b)
+    product(prod, op_a, op_b)
     prod *= alpha
     c *= beta
     c += prod
 
 
 def dense_forward(y, x, w, b=None, *, activation="linear"):
-    gemm(y, x, w)
+    product(y, x, w)
     bias_activation(y, b, KIND_CODES[activation])
 
 
 def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
     dy = masked_grad(dy, y, activation)
     if dx is not None:
-        gemm(dx, dy, w.T)
-    gemm(dw, x.T, dy, accumulate=True)
+        product(dx, dy, w.T)
+    product(dw, x.T, dy, accumulate=True)
     if db is not None and dy.size:
         add_column_sums(db, dy)
