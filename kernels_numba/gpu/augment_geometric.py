@@ -11,15 +11,15 @@ import types
 
 from numba import float32
 
-from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
+from kernels_numba._cuda import cuda, device_function, kernel
 from kernels_numba.cpu import augment_geometric as _cpu
 from kernels_numba.cpu import dropout as _rng
+from kernels_numba.gpu._window import launch_elements, nhwc_index, read_or_zero
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 I32_2D = "int32[:, ::1]"
 F32_4D = "float32[:, :, :, ::1]"
-_MAX_THREADS = 65536 * 256
 _ZERO = float32(0.0)
 _ONE = float32(1.0)
 _HALF = float32(0.5)
@@ -59,12 +59,7 @@ def _flip_kernel(y, x, flips, horizontal, vertical):
     w = y.shape[2]
     c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        ch = idx % c
-        p = idx // c
-        j = p % w
-        p = p // w
-        i = p % h
-        b = p // h
+        b, i, j, ch = nhwc_index(idx, h, w, c)
         on = flips[b] != _ZERO
         si = h - 1 - i if on and vertical else i
         sj = w - 1 - j if on and horizontal else j
@@ -84,12 +79,7 @@ def _affine_kernel(y, x, m, interp, fill, fill_value):
     wo = y.shape[2]
     c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        ch = idx % c
-        p = idx // c
-        j = p % wo
-        p = p // wo
-        i = p % ho
-        b = p // ho
+        b, i, j, ch = nhwc_index(idx, ho, wo, c)
         xf = float32(j)
         yf = float32(i)
         sx = m[b, 0] * xf + m[b, 1] * yf + m[b, 2]
@@ -133,12 +123,7 @@ def _crop_kernel(y, x, offsets):
     wo = y.shape[2]
     c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        ch = idx % c
-        p = idx // c
-        j = p % wo
-        p = p // wo
-        i = p % ho
-        b = p // ho
+        b, i, j, ch = nhwc_index(idx, ho, wo, c)
         top = min(max(offsets[b, 0], 0), x.shape[1] - ho)
         left = min(max(offsets[b, 1], 0), x.shape[2] - wo)
         y[b, i, j, ch] = x[b, top + i, left + j, ch]
@@ -152,56 +137,43 @@ def _crop_backward_kernel(dx, dy, offsets):
     ho = dy.shape[1]
     wo = dy.shape[2]
     for idx in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-        ch = idx % c
-        p = idx // c
-        j = p % w
-        p = p // w
-        i = p % h
-        b = p // h
+        b, i, j, ch = nhwc_index(idx, h, w, c)
         si = i - min(max(offsets[b, 0], 0), h - ho)
         sj = j - min(max(offsets[b, 1], 0), w - wo)
-        v = _ZERO
-        if si >= 0 and si < ho and sj >= 0 and sj < wo:
-            v = dy[b, si, sj, ch]
-        dx[b, i, j, ch] = v
+        dx[b, i, j, ch] = read_or_zero(dy, b, si, sj, ch)
 
 
 # launchers
 
 
-def _go(k, n, *args):
-    grid, block = grid_1d(min(max(n, 1), _MAX_THREADS))
-    launch(k, grid, block, *args)
-
-
 def random_flip_params(flips, key):
-    _go(_flip_params_kernel, flips.size, flips, key)
+    launch_elements(_flip_params_kernel, flips.size, flips, key)
 
 
 def flip_images(y, x, flips, horizontal, vertical):
-    _go(_flip_kernel, y.size, y, x, flips, horizontal, vertical)
+    launch_elements(_flip_kernel, y.size, y, x, flips, horizontal, vertical)
 
 
 def random_affine_params(m, key, ranges, h, w, same_zoom):
     r = [float32(v) for v in ranges]
-    _go(_affine_params_kernel, m.shape[0], m, key, *r, h, w, same_zoom)
+    launch_elements(_affine_params_kernel, m.shape[0], m, key, *r, h, w, same_zoom)
 
 
 def affine_transform_forward(y, x, m, interp, fill, fill_value):
-    _go(_affine_kernel, y.size, y, x, m, interp, fill, fill_value)
+    launch_elements(_affine_kernel, y.size, y, x, m, interp, fill, fill_value)
 
 
 def affine_transform_backward(dx, dy, m, interp, fill, fill_value):
-    _go(_affine_backward_kernel, dx.shape[0] * dx.shape[3], dx, dy, m, interp, fill)
+    launch_elements(_affine_backward_kernel, dx.shape[0] * dx.shape[3], dx, dy, m, interp, fill)
 
 
 def random_crop_params(offsets, key, room_h, room_w):
-    _go(_crop_params_kernel, offsets.shape[0], offsets, key, room_h, room_w)
+    launch_elements(_crop_params_kernel, offsets.shape[0], offsets, key, room_h, room_w)
 
 
 def crop_images_forward(y, x, offsets):
-    _go(_crop_kernel, y.size, y, x, offsets)
+    launch_elements(_crop_kernel, y.size, y, x, offsets)
 
 
 def crop_images_backward(dx, dy, offsets):
-    _go(_crop_backward_kernel, dx.size, dx, dy, offsets)
+    launch_elements(_crop_backward_kernel, dx.size, dx, dy, offsets)

@@ -19,6 +19,26 @@ F32_3D = "float32[:, :, ::1]"
 _act = device_function(_cpu.act)
 _act_grad = device_function(_cpu.act_grad)
 CONCAT, SUM, MUL = _cpu.CONCAT, _cpu.SUM, _cpu.MUL
+_MAX_THREADS = 65536 * 256
+
+
+# per-(sample, unit) helpers, shared with kernels_numba.gpu.rnn_sequence's GRU kernels
+
+
+@device_function
+def live_step(mask, use_mask, i, t):
+    """True when sample i's step t is real (not padded): its state moves on."""
+    return (not use_mask) or mask[i, t] != float32(0.0)
+
+
+@device_function
+def incoming_dh(dh, dy, t_out, i, j):
+    """The gradient reaching step's h[i, j]: the carried dh, plus dy's when the step's
+    output is part of the result (t_out >= 0)."""
+    dht = dh[i, j]
+    if t_out >= 0:
+        dht += dy[i, t_out, j]
+    return dht
 
 
 # kernels
@@ -69,7 +89,7 @@ def _lstm_step_forward_kernel(h, c, gates, h_prev, c_prev, bias, use_bias, mask,
         gates[i, u + j] = gf
         gates[i, 2 * u + j] = gg
         gates[i, 3 * u + j] = go
-        if (not use_mask) or mask[i, t] != float32(0.0):
+        if live_step(mask, use_mask, i, t):
             cn = gf * c_prev[i, j] + gi * gg
             c[i, j] = cn
             h[i, j] = go * _act(cn, act_code)
@@ -87,10 +107,8 @@ def _lstm_step_backward_kernel(gates, dh, dc, c, c_prev, mask, use_mask, t, dy, 
     for k in range(cuda.grid(1), n * u, cuda.gridsize(1)):
         i = k // u
         j = k % u
-        dht = dh[i, j]
-        if t_out >= 0:
-            dht += dy[i, t_out, j]
-        if use_mask and mask[i, t] == zero:
+        dht = incoming_dh(dh, dy, t_out, i, j)
+        if not live_step(mask, use_mask, i, t):
             gates[i, j] = zero
             gates[i, u + j] = zero
             gates[i, 2 * u + j] = zero
@@ -134,7 +152,7 @@ def _gru_step_forward_kernel(h, gates, inner, h_prev, bias, use_bias, mask, use_
         gates[i, 2 * u + j] = hh
         inner[i, 2 * u + j] = rh
         hp = h_prev[i, j]
-        if (not use_mask) or mask[i, t] != float32(0.0):
+        if live_step(mask, use_mask, i, t):
             h[i, j] = z * hp + (float32(1.0) - z) * hh
         else:
             h[i, j] = hp
@@ -149,10 +167,8 @@ def _gru_step_backward_kernel(gates, inner, dh, h_prev, mask, use_mask, t, dy, t
     for k in range(cuda.grid(1), n * u, cuda.gridsize(1)):
         i = k // u
         j = k % u
-        dht = dh[i, j]
-        if t_out >= 0:
-            dht += dy[i, t_out, j]
-        if use_mask and mask[i, t] == zero:
+        dht = incoming_dh(dh, dy, t_out, i, j)
+        if not live_step(mask, use_mask, i, t):
             for g in range(3):
                 gates[i, g * u + j] = zero
                 inner[i, g * u + j] = zero
@@ -179,7 +195,7 @@ def _simple_step_forward_kernel(h, z, h_prev, bias, use_bias, mask, use_mask, t,
         i = k // u
         j = k % u
         v = z[i, j] + bias[j] if use_bias else z[i, j]
-        if (not use_mask) or mask[i, t] != float32(0.0):
+        if live_step(mask, use_mask, i, t):
             h[i, j] = _act(v, act_code)
         else:
             h[i, j] = h_prev[i, j]
@@ -192,10 +208,8 @@ def _simple_step_backward_kernel(dz, dh, h, mask, use_mask, t, dy, t_out, act_co
     for k in range(cuda.grid(1), n * u, cuda.gridsize(1)):
         i = k // u
         j = k % u
-        dht = dh[i, j]
-        if t_out >= 0:
-            dht += dy[i, t_out, j]
-        if (not use_mask) or mask[i, t] != zero:
+        dht = incoming_dh(dh, dy, t_out, i, j)
+        if live_step(mask, use_mask, i, t):
             dz[i, j] = dht * _act_grad(h[i, j], act_code)
             dh[i, j] = zero
         else:
@@ -248,8 +262,14 @@ def _merge_backward_kernel(dfwd, dbwd, dy, fwd, bwd, mode, reverse):
 # launchers
 
 
+def step_grid(size):
+    """(grid, block) for a grid-stride kernel over `size` elements (rnn_sequence computes
+    it once per sequence and launches every step with it)."""
+    return grid_1d(min(max(size, 1), _MAX_THREADS))
+
+
 def _go(k, size, *args):
-    grid, block = grid_1d(min(max(size, 1), 65536 * 256))
+    grid, block = step_grid(size)
     launch(k, grid, block, *args)
 
 

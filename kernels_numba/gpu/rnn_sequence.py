@@ -13,7 +13,7 @@ writing only its own unit's columns.
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import ceil_div, cuda, grid_1d, kernel, launch
+from kernels_numba._cuda import ceil_div, cuda, kernel, launch
 from kernels_numba.cpu._rnn_cells import GRU, GRU_RB, LSTM
 from kernels_numba.gpu import recurrent as _k
 from kernels_numba.gpu.dense import gemm as _gemm
@@ -26,6 +26,7 @@ F32_3D = "float32[:, :, ::1]"
 ANY_2D = "float32[:, :]"
 TILE = 16
 _act, _act_grad = _k._act, _k._act_grad
+_live_step, _incoming_dh = _k.live_step, _k.incoming_dh
 
 
 @kernel(f"void({ANY_2D}, {ANY_2D}, {ANY_2D}, boolean, boolean, float32)")
@@ -88,7 +89,7 @@ def _gru_rb_h_kernel(h, gates, h_prev, bias, use_bias, mask, use_mask, t, act_co
         hh = _act(v, act_code)
         gates[i, 2 * u + j] = hh
         z, hp = gates[i, j], h_prev[i, j]
-        if (not use_mask) or mask[i, t] != float32(0.0):
+        if _live_step(mask, use_mask, i, t):
             h[i, j] = z * hp + (float32(1.0) - z) * hh
         else:
             h[i, j] = hp
@@ -102,10 +103,8 @@ def _gru_rb_dh_kernel(gates, dh, h_prev, mask, use_mask, t, dy, t_out, act_code,
     for k in range(cuda.grid(1), n * u, cuda.gridsize(1)):
         i = k // u
         j = k % u
-        dht = dh[i, j]
-        if t_out >= 0:
-            dht += dy[i, t_out, j]
-        if use_mask and mask[i, t] == zero:
+        dht = _incoming_dh(dh, dy, t_out, i, j)
+        if not _live_step(mask, use_mask, i, t):
             gates[i, j] = zero
             gates[i, 2 * u + j] = zero
             dh[i, j] = dht
@@ -124,7 +123,7 @@ def _gru_rb_dr_kernel(gates, drh, dh, h_prev, rmask, use_rmask, mask, use_mask, 
     for k in range(cuda.grid(1), n * u, cuda.gridsize(1)):
         i = k // u
         j = k % u
-        if use_mask and mask[i, t] == zero:
+        if not _live_step(mask, use_mask, i, t):
             gates[i, u + j] = zero
             drh[i, j] = zero
             continue
@@ -158,7 +157,7 @@ def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask,
     if t_len == 0 or n == 0:
         return
     u = h.shape[2]
-    grid, block = grid_1d(n * u)
+    grid, block = _k.step_grid(n * u)
     b = bias if cell == GRU else bias.reshape(bias.size)
     for s in range(t_len):
         col = t_len - 1 - s if reverse else s
@@ -193,7 +192,7 @@ def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, 
     if t_len == 0 or n == 0:
         return
     u = dh.shape[1]
-    grid, block = grid_1d(dh.size)
+    grid, block = _k.step_grid(dh.size)
     for s in range(t_len - 1, -1, -1):
         col, t_out = (t_len - 1 - s if reverse else s), (s if has_dy else -1)
         src = gates[s]
