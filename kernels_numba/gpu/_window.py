@@ -11,13 +11,14 @@ MAX_THREADS = 65536 * 256  # a grid-stride loop covers the rest
 
 
 @device_function
-def nhwc_index(idx, h, w, c):
-    """(b, i, j, ch) of flat element `idx` of a C-contiguous (N, h, w, c) array."""
+def nhwc_index(a, idx):
+    """(b, i, j, ch) of flat element `idx` of the C-contiguous (N, H, W, C) array `a`."""
+    c = a.shape[3]
     ch = idx % c
     p = idx // c
-    j = p % w
-    p = p // w
-    return p // h, p % h, j, ch
+    j = p % a.shape[2]
+    p = p // a.shape[2]
+    return p // a.shape[1], p % a.shape[1], j, ch
 
 
 @device_function

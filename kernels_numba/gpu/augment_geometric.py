@@ -55,11 +55,9 @@ def _flip_params_kernel(flips, key):
 
 @kernel(f"void({F32_4D}, {F32_4D}, {F32_1D}, boolean, boolean)")
 def _flip_kernel(y, x, flips, horizontal, vertical):
-    h = y.shape[1]
-    w = y.shape[2]
-    c = y.shape[3]
+    h, w = y.shape[1], y.shape[2]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, h, w, c)
+        b, i, j, ch = nhwc_index(y, idx)
         on = flips[b] != _ZERO
         si = h - 1 - i if on and vertical else i
         sj = w - 1 - j if on and horizontal else j
@@ -75,11 +73,8 @@ def _affine_params_kernel(m, key, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, h, w, 
 
 @kernel(f"void({F32_4D}, {F32_4D}, {F32_2D}, int64, int64, float32)")
 def _affine_kernel(y, x, m, interp, fill, fill_value):
-    ho = y.shape[1]
-    wo = y.shape[2]
-    c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, ho, wo, c)
+        b, i, j, ch = nhwc_index(y, idx)
         xf = float32(j)
         yf = float32(i)
         sx = m[b, 0] * xf + m[b, 1] * yf + m[b, 2]
@@ -89,12 +84,8 @@ def _affine_kernel(y, x, m, interp, fill, fill_value):
 
 @kernel(f"void({F32_4D}, {F32_4D}, {F32_2D}, int64, int64)")
 def _affine_backward_kernel(dx, dy, m, interp, fill):
-    n = dx.shape[0]
-    h = dx.shape[1]
-    w = dx.shape[2]
-    c = dx.shape[3]
-    ho = dy.shape[1]
-    wo = dy.shape[2]
+    n, h, w, c = dx.shape
+    ho, wo = dy.shape[1], dy.shape[2]
     for t in range(cuda.grid(1), n * c, cuda.gridsize(1)):
         b = t // c
         ch = t - b * c
@@ -119,11 +110,9 @@ def _crop_params_kernel(offsets, key, room_h, room_w):
 
 @kernel(f"void({F32_4D}, {F32_4D}, {I32_2D})")
 def _crop_kernel(y, x, offsets):
-    ho = y.shape[1]
-    wo = y.shape[2]
-    c = y.shape[3]
+    ho, wo = y.shape[1], y.shape[2]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, ho, wo, c)
+        b, i, j, ch = nhwc_index(y, idx)
         top = min(max(offsets[b, 0], 0), x.shape[1] - ho)
         left = min(max(offsets[b, 1], 0), x.shape[2] - wo)
         y[b, i, j, ch] = x[b, top + i, left + j, ch]
@@ -131,13 +120,10 @@ def _crop_kernel(y, x, offsets):
 
 @kernel(f"void({F32_4D}, {F32_4D}, {I32_2D})")
 def _crop_backward_kernel(dx, dy, offsets):
-    h = dx.shape[1]
-    w = dx.shape[2]
-    c = dx.shape[3]
-    ho = dy.shape[1]
-    wo = dy.shape[2]
+    h, w = dx.shape[1], dx.shape[2]
+    ho, wo = dy.shape[1], dy.shape[2]
     for idx in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, h, w, c)
+        b, i, j, ch = nhwc_index(dx, idx)
         si = i - min(max(offsets[b, 0], 0), h - ho)
         sj = j - min(max(offsets[b, 1], 0), w - wo)
         dx[b, i, j, ch] = read_or_zero(dy, b, si, sj, ch)

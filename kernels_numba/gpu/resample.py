@@ -13,21 +13,15 @@ F32_4D = "float32[:, :, :, ::1]"
 
 @kernel(f"void({F32_4D}, {F32_4D}, int64, int64)")
 def _upsample_kernel(y, x, sh, sw):
-    ho = y.shape[1]
-    wo = y.shape[2]
-    c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, ho, wo, c)
+        b, i, j, ch = nhwc_index(y, idx)
         y[b, i, j, ch] = x[b, i // sh, j // sw, ch]
 
 
 @kernel(f"void({F32_4D}, {F32_4D}, int64, int64)")
 def _upsample_backward_kernel(dx, dy, sh, sw):
-    h = dx.shape[1]
-    w = dx.shape[2]
-    c = dx.shape[3]
     for idx in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, h, w, c)
+        b, i, j, ch = nhwc_index(dx, idx)
         s = float32(0.0)
         for a in range(sh):
             for e in range(sw):
@@ -37,11 +31,8 @@ def _upsample_backward_kernel(dx, dy, sh, sw):
 
 @kernel(f"void({F32_4D}, {F32_4D}, int64, int64)")
 def _window_kernel(y, x, oh, ow):
-    ho = y.shape[1]
-    wo = y.shape[2]
-    c = y.shape[3]
     for idx in range(cuda.grid(1), y.size, cuda.gridsize(1)):
-        b, i, j, ch = nhwc_index(idx, ho, wo, c)
+        b, i, j, ch = nhwc_index(y, idx)
         y[b, i, j, ch] = read_or_zero(x, b, i + oh, j + ow, ch)
 
 
