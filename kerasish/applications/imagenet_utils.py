@@ -111,20 +111,12 @@ def correct_pad(inputs, kernel_size):
 def image_input(model, input_tensor, input_shape, default_size):
     """A new Input of `input_shape`, or the caller's symbolic `input_tensor`.
 
-    kerasish's convolutions need a known image size, so a None height or width (Keras's
-    default without the top) is refused here by name rather than deep in Conv2D."""
-    shape = tuple(input_tensor.shape[1:]) if input_tensor is not None else input_shape
+    A None height or width (Keras's default without the top, (None, None, 3)) is taken:
+    the model is fully convolutional and runs on each batch's image size."""
     if input_tensor is not None and getattr(input_tensor, "_keras_history", None) is None:
         raise ValueError(f"{model}: input_tensor must be a symbolic tensor (the output of "
                          f"keras.Input or of a layer); received {type(input_tensor).__name__}"
                          " (kerasish does not wrap arrays as input tensors)")
-    if None in shape[:2]:
-        raise ValueError(
-            f"{model}: kerasish builds convolutional models for one image size, so height "
-            f"and width must be known; received input shape {shape}. Pass "
-            f"input_shape=(height, width, {shape[-1]}), e.g. input_shape=({default_size}, "
-            f"{default_size}, {shape[-1]}) (Keras's default without include_top is "
-            f"(None, None, 3), which kerasish does not support yet)")
     if input_tensor is None:
         return layers.Input(shape=input_shape)
     return input_tensor

@@ -44,6 +44,8 @@ class Step:
                                            call.list_output), scratch,
                                      self._mask(call.mask_in), self._mask(call.mask_out),
                                      call.shapes))
+        if g.dynamic:  # last: the layers get their symbolic (None) shapes back
+            self.forward.append((_Unbind(g), None, None, {}, None, None, None))
         self.losses, self.loss_outputs, self.targets = [], [], []
         self.sample_weights = []
         self.added = [self.acts[t] for t in g.added_ids]
@@ -121,6 +123,8 @@ class Step:
                     _pack([self.acts[t] for t in call.outputs], call.list_output),
                     ex.call_scratch[call.index], self._mask(call.mask_in), call.shapes))
             self.backward.extend(adds)
+        if g.dynamic:
+            self.backward.append((_CALL, _Unbind(g), None, None, None, None, {}, None, None))
 
 
 def _bound(call):
@@ -128,3 +132,20 @@ def _bound(call):
     if call.shapes is not None:
         call.layer.input_shape, call.layer.output_shape = call.shapes
     return call.layer
+
+
+class _Unbind:
+    """The last entry of a dynamic graph's forward and backward lists: the executor binds
+    each call's concrete shapes to its layer before running it; this puts the symbolic
+    ones (None where keras.Input has None) back, so that model.summary(), get_config
+    and saving after fit/predict see Keras's shapes, not the last batch's."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def forward(self, y, x, training):
+        for layer, input_shape, output_shape in self.graph.symbolic:
+            layer.input_shape, layer.output_shape = input_shape, output_shape
+
+    def backward(self, dx, dy, x, y):
+        self.forward(None, None, False)

@@ -110,6 +110,7 @@ class FlatGraph:
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
         self.dynamic = input_shapes is not None
+        self.symbolic = []  # (layer, input shape, output shape) before binding: _concrete
         if self.dynamic:
             self._concrete(input_shapes)
 
@@ -117,6 +118,14 @@ class FlatGraph:
         """Sizes known only from the data (None in keras.Input): every call's shapes
         for these per-sample input shapes; `call.shapes` is bound to the layer before
         the plan asks it for scratch and before each of its launches."""
+        # the layers' symbolic shapes (the graph's, before binding), put back after each
+        # run: summary and saving read layer.input_shape / output_shape
+        symbolic = {}
+        for c in self.calls:
+            ins, outs = [self.shapes[t] for t in c.inputs], [self.shapes[t] for t in c.outputs]
+            symbolic[id(c.layer)] = (c.layer, ins if c.list_input else (ins[0] if ins else ()),
+                                     outs if c.list_output else outs[0])
+        self.symbolic = list(symbolic.values())
         for t, shape in zip(self.input_ids, input_shapes):
             self.shapes[t] = (None, *shape)
         for call in self.calls:

@@ -67,6 +67,8 @@ class Conv1D(Layer):
         if len(input_shape) != 3:
             raise ValueError(f"Conv1D {self.name}: expected input of rank 3 (batch, steps, "
                              f"channels); received shape {tuple(input_shape)}")
+        if input_shape[1] is None:  # a length known only from the data (symbolic pass)
+            return (input_shape[0], None, self.filters)
         try:
             t_out, _ = ops.conv1d_geometry(input_shape[1], **self._kw())
         except ValueError as exc:
@@ -142,7 +144,8 @@ class UpSampling1D(Layer):
         if len(input_shape) != 3:
             raise ValueError(f"UpSampling1D {self.name}: expected input of rank 3; received "
                              f"shape {tuple(input_shape)}")
-        return (input_shape[0], input_shape[1] * self.size, input_shape[2])
+        steps = None if input_shape[1] is None else input_shape[1] * self.size
+        return (input_shape[0], steps, input_shape[2])
 
     def forward(self, y, x, training):
         ops.upsampling1d_forward(y, x, size=self.size)

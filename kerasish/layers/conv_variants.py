@@ -114,9 +114,14 @@ class Conv2DTranspose(_ConvBase):
 
     def compute_output_shape(self, input_shape):
         _rank4(f"Conv2DTranspose {self.name}", input_shape)
-        out = ops.conv2d_transpose_output_shape((1, *input_shape[1:]), self._w_shape(input_shape),
+        # A None H or W (known only from the data) stays None; the other axis is computed
+        # (each axis's size depends on that axis alone, and size 1 always fits).
+        known = tuple(1 if d is None else d for d in input_shape[1:3])
+        out = ops.conv2d_transpose_output_shape((1, *known, input_shape[3]),
+                                                self._w_shape(input_shape),
                                                 strides=self.strides, padding=self.padding)
-        return (input_shape[0], *out[1:])
+        hw = tuple(None if d is None else o for d, o in zip(input_shape[1:3], out[1:3]))
+        return (input_shape[0], *hw, out[3])
 
     def _conv_kw(self):
         return {"strides": self.strides, "padding": self.padding}

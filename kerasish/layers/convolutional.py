@@ -105,14 +105,15 @@ class Conv2D(Layer):
 
     def _workspace(self, n):
         """A view of the flat workspace shaped for batch n (cached: no per-step work)."""
-        ws = self._workspaces.get(n)
+        key = (n, tuple(self.input_shape))  # a None-size model binds H, W per signature
+        ws = self._workspaces.get(key)
         if ws is None or ws[0] is not self.scratch["workspace"]:
             shape = ops.conv2d_workspace_shape((n, *self.input_shape[1:]),
                                                self._w_shape(self.input_shape),
                                                **self._geometry())
             flat = self.scratch["workspace"]
             view = flat[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
-            ws = self._workspaces[n] = (flat, view)
+            ws = self._workspaces[key] = (flat, view)
         return ws[1]
 
     def forward(self, y, x, training):

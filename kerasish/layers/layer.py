@@ -13,7 +13,6 @@ Contract for subclasses (see docs/custom_layers.md):
 Buffers are NumPy arrays on the CPU and device arrays on CUDA; call kernels_numba.ops.
 """
 
-import os
 import re
 from collections import Counter
 
@@ -21,6 +20,11 @@ import numpy as np
 
 from kerasish import config as kconfig
 from kerasish import constraints, initializers, regularizers
+from kerasish.layers.weight_checks import (
+    _check_weight_kwargs,
+    _checked_rule,
+    _checked_weight_shape,
+)
 from kerasish.variables import Variable
 
 _name_counts = Counter()
@@ -322,7 +326,18 @@ class Layer:
             self.built = True
             self._check_rules_used()
         self.input_shape = input_shape
-        self.output_shape = shape_structure(self.compute_output_shape(input_shape))
+        try:
+            out = self.compute_output_shape(input_shape)
+        except TypeError:  # arithmetic on a None size: a layer that needs every size known
+            if not _has_none_size(input_shape):
+                raise
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}': received input shape {input_shape}, "
+                f"with a None size (known only from the data, None in keras.Input); this "
+                f"layer needs every non-batch size known, e.g. Flatten of a None spatial "
+                f"size cannot give a fixed width (use a global pooling layer, or give "
+                f"keras.Input the image size)") from None
+        self.output_shape = shape_structure(out)
         return self.output_shape
 
     def compute_output_shape(self, input_shape):
@@ -369,64 +384,19 @@ class Layer:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
-def _checked_rule(kind, value, where):
-    """A regularizer (with its L1/L2 factors checked) or a constraint kerasish can run."""
-    if kind == "regularizer":
-        try:
-            reg = regularizers.get(value)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
-        regularizers.penalty_factors(reg, where)
-        return reg
-    try:
-        con = constraints.get(value)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
-    return constraints.check(con, where)
-
-
-# add_weight keywords of Keras 3 that kerasish takes only at their "off" value
-# (regularizer and constraint are taken: add_weight pops them first).
-_WEIGHT_KWARGS_OFF = {"autocast": True, "aggregation": "none", "overwrite_with_gradient": False,
-                      "synchronization": "auto", "use_resource": None}
-_MAX_WEIGHT_BYTES = int(os.environ.get("KERASISH_MAX_WEIGHT_BYTES", str(8 << 30)))
-
-
-def _check_weight_kwargs(layer, kwargs):
-    for key, value in kwargs.items():
-        if key not in _WEIGHT_KWARGS_OFF:
-            raise TypeError(f"{layer.name}.add_weight: unexpected keyword argument {key!r}")
-        if value != _WEIGHT_KWARGS_OFF[key] and value is not None:
-            raise ValueError(f"{layer.name}.add_weight: {key}={value!r} is not supported; "
-                             f"expected {key}={_WEIGHT_KWARGS_OFF[key]!r}")
-
-
-def _checked_weight_shape(layer, name, shape):
-    """A tuple of non-negative ints whose float32 size stays under the weight limit."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        dims = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"Layer '{layer.name}': weight '{name}' needs a shape of integers; "
-                         f"received shape={shape!r}") from None
-    if any(d < 0 for d in dims):
-        raise ValueError(f"Layer '{layer.name}': weight '{name}' has a negative dimension; "
-                         f"received shape={dims}")
-    nbytes = 4 * int(np.prod(dims, dtype=object))
-    if nbytes > _MAX_WEIGHT_BYTES:
-        raise ValueError(
-            f"Layer '{layer.name}': weight '{name}' of shape {dims} would take {nbytes:,} "
-            f"bytes; the limit is {_MAX_WEIGHT_BYTES:,} bytes (KERASISH_MAX_WEIGHT_BYTES)")
-    return dims
-
-
 def shape_structure(shape):
     """A shape as a tuple, or a list of such tuples for layers with several tensors."""
     if isinstance(shape, (list, tuple)) and shape and \
             all(isinstance(s, (list, tuple)) for s in shape):
         return [tuple(s) for s in shape]
     return tuple(shape)
+
+
+def _has_none_size(shape):
+    """Some non-batch size of `shape` (or of one of a list of shapes) is None."""
+    if isinstance(shape, list):
+        return any(_has_none_size(s) for s in shape)
+    return None in tuple(shape)[1:]
 
 
 def _same_sample_shape(a, b):

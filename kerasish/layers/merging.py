@@ -57,14 +57,17 @@ def _broadcast_dims(a, b):
 
 
 def _same_dims(a, b):
-    """Per-sample dims that agree where both are known (None matches anything)."""
+    """Per-sample dims that agree where both are known (None matches anything and takes
+    the other's size, except a 1: a None size may broadcast against it at run time, so
+    the result stays None, as in Keras)."""
     if len(a) != len(b):
         return None
     out = []
     for i, j in zip(a, b):
         if i is not None and j is not None and i != j:
             return None
-        out.append(i if i is not None else j)
+        known = i if i is not None else j
+        out.append(None if known == 1 and None in (i, j) else known)
     return tuple(out)
 
 
@@ -102,8 +105,21 @@ class Merge(Layer):
 
     def build(self, input_shape):
         shape, self._count, self._broadcasting = self._merged_shape(input_shape)
-        self._inner = shape[1:]
+        self._inner = shape[1:]  # with a None size: the bound output shape's, per call
+        self._dynamic = any(None in s[1:] for s in input_shape)
+        self._modes = {}
         self.built = True
+
+    def _broadcasts(self):
+        """Whether this call broadcasts: fixed at build, or (a None size in the inputs)
+        decided by the concrete shapes the plan binds, once per signature."""
+        if not getattr(self, "_dynamic", False):
+            return self._broadcasting
+        key = tuple(tuple(s) for s in self.input_shape)
+        mode = self._modes.get(key)
+        if mode is None:
+            mode = self._modes[key] = self._merged_shape(self.input_shape)[2]
+        return mode
 
     def compute_output_shape(self, input_shape):
         return self._merged_shape(input_shape)[0]
@@ -117,14 +133,14 @@ class Merge(Layer):
 
     def forward(self, y, x, training):
         x = self._inputs(x)
-        if not self._broadcasting:
+        if not self._broadcasts():
             return self._forward(y, x)
         ops.broadcast_binary(y, x[0], x[1], kind=self.BROADCAST)
         if self.BROADCAST_SCALE != 1.0:
             ops.scale(y, y, self.BROADCAST_SCALE)
 
     def backward(self, dx, dy, x, y):
-        if not self._broadcasting:
+        if not self._broadcasts():
             return self._backward(dx, dy, x, y)
         if dx[0] is None and dx[1] is None:
             return
@@ -191,7 +207,8 @@ class _Chained(Merge):
     out_1 .. out_{n-2} are kept in scratch ("chain_i") for backward; out_{n-1} is y."""
 
     def scratch_shapes(self, batch_size):
-        return {f"chain_{i}": ((batch_size, *self._inner), np.float32)
+        inner = self._inner if None not in self._inner else self.output_shape[1:]
+        return {f"chain_{i}": ((batch_size, *inner), np.float32)
                 for i in range(1, self._count - 1)}
 
     def _partial(self, i, x, y):

@@ -20,6 +20,11 @@ def _rank4(layer, input_shape):
                          f"shape {tuple(input_shape)}")
 
 
+def _plus(size, extra):
+    """size + extra along a spatial axis; None (known only from the data) stays None."""
+    return None if size is None else size + extra
+
+
 def _non_negative(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
 
@@ -58,7 +63,8 @@ class UpSampling2D(Layer):
     def compute_output_shape(self, input_shape):
         _rank4(f"UpSampling2D {self.name}", input_shape)
         n, h, w, c = input_shape
-        return (n, h * self.size[0], w * self.size[1], c)
+        return (n, None if h is None else h * self.size[0],
+                None if w is None else w * self.size[1], c)
 
     def forward(self, y, x, training):
         ops.upsampling2d_forward(y, x, size=self.size)
@@ -82,9 +88,9 @@ class ZeroPadding2D(Layer):
 
     def compute_output_shape(self, input_shape):
         _rank4(f"ZeroPadding2D {self.name}", input_shape)
-        (t, b), (l, r) = self.padding
+        (top, bottom), (left, right) = self.padding
         n, h, w, c = input_shape
-        return (n, h + t + b, w + l + r, c)
+        return (n, _plus(h, top + bottom), _plus(w, left + right), c)
 
     def forward(self, y, x, training):
         ops.zero_padding2d_forward(y, x, padding=self.padding)
@@ -108,12 +114,13 @@ class Cropping2D(Layer):
 
     def compute_output_shape(self, input_shape):
         _rank4(f"Cropping2D {self.name}", input_shape)
-        (t, b), (l, r) = self.cropping
+        (top, bottom), (left, right) = self.cropping
         n, h, w, c = input_shape
-        if h - t - b <= 0 or w - l - r <= 0:
+        out_h, out_w = _plus(h, -top - bottom), _plus(w, -left - right)
+        if (out_h is not None and out_h <= 0) or (out_w is not None and out_w <= 0):
             raise ValueError(f"Cropping2D {self.name}: cropping={self.cropping} leaves nothing "
                              f"of an input of shape {tuple(input_shape)}")
-        return (n, h - t - b, w - l - r, c)
+        return (n, out_h, out_w, c)
 
     def forward(self, y, x, training):
         ops.cropping2d_forward(y, x, cropping=self.cropping)

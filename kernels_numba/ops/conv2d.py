@@ -4,10 +4,11 @@ Shapes: x (N, H, W, C) NHWC; w (KH, KW, C, F) HWIO; b (F,); y (N, Ho, Wo, F).
 Padding "valid" or "same" (TensorFlow's asymmetric same: out = ceil(in / stride),
 pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total // 2, the
 rest after). `dilation_rate` (dh, dw) spaces the kernel taps: a KH x KW kernel spans
-dh*(KH-1)+1 rows and dw*(KW-1)+1 columns (Keras's atrous convolution). All three ops lower to im2col + GEMM: the caller-supplied 1-D float32
-`workspace` (sized by `conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column
-matrix, then the CUDA backward-filter's deterministic split-K partials (dw with db as
-one extra output row of the same GEMM).
+dh*(KH-1)+1 rows and dw*(KW-1)+1 columns (Keras's atrous convolution). All three ops
+lower to im2col + GEMM: the caller-supplied 1-D float32 `workspace` (sized by
+`conv2d_workspace_shape`) holds the (N*Ho*Wo, KH*KW*C) column matrix, then the CUDA
+backward-filter's deterministic split-K partials (dw with db as one extra output row of
+the same GEMM).
 Backward ops take the forward's `activation` and output `y`: dy is then the gradient
 wrt the conv OUTPUT, and f'(y) is applied as the GEMMs read dy (dy is not modified).
 Conventions: outputs first; ops never allocate; dw/db accumulate (+=), dx overwrites.
@@ -32,7 +33,10 @@ ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
 def pad_1d(size, k, stride, padding, dilation=1):
     """(out, pad_before) along one axis; out == 0 when a "valid" window does not fit.
 
-    A dilated window of k taps spans dilation*(k-1)+1 positions."""
+    A dilated window of k taps spans dilation*(k-1)+1 positions. A None size (a
+    spatial size known only from the data, a model's symbolic pass) gives (None, None)."""
+    if size is None:
+        return None, None
     k = dilation * (k - 1) + 1
     if padding == "same":
         out = -(-size // stride)
@@ -55,7 +59,8 @@ def normalize_pair(op, name, value):
 
 
 def window_geometry(op, x_shape, window, strides, padding, what, dilation=(1, 1)):
-    """(Ho, Wo, pad_top, pad_left) for a (KH, KW) window over x (N, H, W, C).
+    """(Ho, Wo, pad_top, pad_left) for a (KH, KW) window over x (N, H, W, C); a None
+    H or W gives None for that axis (Keras's symbolic shapes).
 
     `what` names the window in errors, e.g. "kernel w.shape=(3, 3, 1, 8)".
     """

@@ -100,14 +100,18 @@ def aspect_box(h, w, th, tw):
 
 
 class ImageLayer(Layer):
-    """A layer on (batch, height, width, channels) images of a known size."""
+    """A layer on (batch, height, width, channels) images. A None height or width (known
+    only from the data, as Keras allows) is None in the symbolic pass; the plan binds
+    each batch's concrete sizes before scratch_shapes and forward read input_shape."""
 
     def _image_shape(self, input_shape):
-        if len(input_shape) != 4 or input_shape[1] is None or input_shape[2] is None:
+        if len(input_shape) != 4 or input_shape[3] is None:
             raise ValueError(f"{type(self).__name__} {self.name}: expected a batch of images "
-                             f"(batch, height, width, channels) with a known height and "
-                             f"width; received input shape {tuple(input_shape)}")
-        return int(input_shape[1]), int(input_shape[2]), input_shape[3]
+                             f"(batch, height, width, channels) with known channels (a None "
+                             f"height or width is taken: each batch brings its known height "
+                             f"and width); received input shape {tuple(input_shape)}")
+        h, w = (None if d is None else int(d) for d in input_shape[1:3])
+        return h, w, input_shape[3]
 
     def _box_scratch(self, batch_size, box):
         """The scratch a resize of `box` needs: a copy of the box unless it is the image."""
