@@ -32,7 +32,8 @@ subprocesses with an empty then reused NUMBA_CACHE_DIR time `import kerasish` to
 end of the first CNN training step (benchmarks/cold_start.py has the per-function compile
 breakdown). Profile (CPU): where one kerasish step's time goes (GEMM, im2col, col2im,
 pooling, optimizer, ..., Python per step) and its GFLOP/s against the machine's float32
-peak, taken as the best GEMM rate (benchmarks/profile_step.py).
+peak, the larger of a timed FMA loop on every thread and the best GEMM rate
+(benchmarks/profile_step.py; both are printed, with the vector ISA).
 """
 
 import argparse
@@ -234,12 +235,14 @@ class KerasishRunner:
         return float(self.model.evaluate(self.data[2], self.data[3], batch_size=256, verbose=0)[1])
 
     def profile(self):
-        """Where a CPU step's time goes, and its GFLOP/s against the best GEMM rate."""
+        """Where a CPU step's time goes, and its GFLOP/s against the machine's peak (the
+        larger of a timed FMA loop and the best GEMM rate: profile_step.peak)."""
         from benchmarks import profile_step
 
         res = profile_step.profile(self.model, self.data[0][:BATCH], self.data[1][:BATCH])
         res["flops"] = profile_step.step_flops(self.model, BATCH)
-        res["peak_gflops"] = profile_step.peak_gflops()
+        res["peak"] = profile_step.peak()
+        res["peak_gflops"] = res["peak"]["gflops"]
         return res
 
     def launches(self):
@@ -533,8 +536,8 @@ def report(results, args):
             from benchmarks import profile_step
 
             prof = res["profile"]
-            print(f"  kerasish step profile (one batch, {args.threads} threads; peak = best GEMM "
-                  f"rate, 1536^3 sgemm blocks on numba's threads):")
+            print(f"  kerasish step profile (fit over copies of one batch, {args.threads} threads; "
+                  f"each bucket its best of 3 passes; {profile_step.describe_peak(prof['peak'])}):")
             profile_step.report(prof, prof["flops"], prof["peak_gflops"])
         if res.get("launches_per_step"):
             print(f"  kernel launches per training step: {res['launches_per_step']}")

@@ -9,8 +9,9 @@ five such products). Bias gradients are a GEMM with a row of ones (nothing to
 compile), or NumPy's column sum when dy is small. Bias + activation
 run as one njit pass after the product (split over rows across
 threads by kernels_numba.cpu._parallel for large outputs; the same serial function
-either way, compiled once per kind used, relu and linear sharing one). The CUDA split-K/bias workspace is accepted and ignored (the CPU
-GEMM's K-split partial products are added in a fixed order already).
+either way, compiled once per kind used, relu and linear sharing one). The CUDA
+split-K/bias workspace is accepted and ignored (the CPU GEMM's K-split partial products
+are added in a fixed order already).
 """
 
 import numba
