@@ -7,7 +7,11 @@ so w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
   backward-filter:  dw(K, F) += col.T @ dy
 A 1x1, stride-1 convolution skips im2col: col is x itself. A one-channel input
 stores col transposed, (K, M), which is much faster to build (see
-_im2col_t_single_channel); BLAS takes the transposed view at no cost. The forward
+_im2col_t_single_channel); BLAS takes the transposed view at no cost. Its K rows get a row of ones
+below them, so backward-filter's one GEMM also gives the bias gradient,
+[dw; db] = col_t_ones @ dy: the separate column-sum pass over dy cost as much as the
+whole K = 9 weight GEMM of the first conv, 0.4 ms of a step (for C > 1 the same trick
+lost: an (M, K+1) col slows the forward and the odd K+1 weight GEMM more than it saves). The forward
 leaves col in the workspace, so backward-filter (columns_ready=True) reuses it.
 Dilation (dh, dw) moves tap (i, j) to input offset (i*dh, j*dw); at (1, 1) every index
 is the one the undilated loops computed, so those results are unchanged bit for bit.
@@ -18,7 +22,7 @@ import numba
 
 from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, lazy_part, pack, run
 from kernels_numba.cpu.dense import add_column_sums, bias_activation, masked_grad
-from kernels_numba.cpu.gemm import gemm
+from kernels_numba.cpu.gemm import _thread_buffer, gemm
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
@@ -166,16 +170,18 @@ def _is_pointwise(kh, kw, sh, sw, pt, pl):
 
 
 def _columns(workspace, x, m, k, geom, build=True):
-    """The GEMM operand holding x's windows: (M, K), a transposed view for C == 1.
+    """The GEMM operand holding x's windows: (M, K); for C == 1 a transposed view
+    (M, K + 1) whose last column is ones (not for a pointwise conv: x itself).
 
     build=False returns the operand a forward already left in the workspace."""
     kh, kw, sh, sw, pt, pl, ho, wo, dh, dw = geom
     if _is_pointwise(kh, kw, sh, sw, pt, pl):
         return x.reshape(m, k)
     if x.shape[3] == 1:
-        col_t = workspace[: m * k].reshape(k, m)
+        col_t = workspace[: m * (k + 1)].reshape(k + 1, m)
         if build:
-            _im2col_t_single_channel(col_t, x.reshape(x.shape[:3]), *geom)
+            _im2col_t_single_channel(col_t[:k], x.reshape(x.shape[:3]), *geom)
+            col_t[k] = 1.0
         return col_t.T
     col = _col_view(workspace, m, k)
     if build:
@@ -190,7 +196,7 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
     m, k = n * ho * wo, kh * kw * c
     y2 = y.reshape(m, f)
     col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw))
-    gemm(y2, col, w.reshape(k, f))
+    gemm(y2, col[:, :k], w.reshape(k, f))
     # The dense epilogue (one compiled function for both layers' bias + activation).
     bias_activation(y2, b, KIND_CODES[activation])
 
@@ -218,6 +224,17 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
     dy2 = masked_grad(dy, y, activation).reshape(m, f)
     geom = (kh, kw, sh, sw, pt, pl, ho, wo, rh, rw)
     col = _columns(workspace, x, m, k, geom, build=not columns_ready)
-    gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
-    if db is not None:
-        add_column_sums(db, dy2)
+    if col.shape[1] == k:  # no ones column (C > 1, or pointwise: x itself)
+        gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
+        if db is not None:
+            add_column_sums(db, dy2)
+        return
+    if db is None:
+        gemm(dw.reshape(k, f), col[:, :k].T, dy2, accumulate=True)
+        return
+    # not product_scratch: dy2 may be masked_grad's result in it
+    dwb = _thread_buffer("conv_dw_db", (k + 1) * f).reshape(k + 1, f)
+    gemm(dwb, col.T, dy2)
+    dw2 = dw.reshape(k, f)
+    dw2 += dwb[:k]
+    db += dwb[k]

@@ -110,15 +110,16 @@ def conv2d_workspace_shape(x_shape, w_shape, *, strides=(1, 1), padding="valid",
                            dilation_rate=(1, 1)):
     """(S,): the 1-D float32 scratch all three conv2d ops need.
 
-    S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C) + the split-K partials of
-    dw with db's row (splits*(K+1)*F, ops.dense.weight_grad_workspace_shape).
+    S = M*K (the im2col matrix, M = N*Ho*Wo, K = KH*KW*C; M*(K+1) for one input
+    channel, where the CPU adds a row of ones whose product with dy is db) + the split-K
+    partials of dw with db's row (splits*(K+1)*F, ops.dense.weight_grad_workspace_shape).
     """
     ho, wo = _geometry("conv2d_workspace_shape", x_shape, w_shape, strides, padding,
                        dilation_rate)
     k = w_shape[0] * w_shape[1] * w_shape[2]
     m, f = x_shape[0] * ho * wo, w_shape[3]
     scratch = weight_grad_workspace_shape(k, f, m)[0]
-    return (m * k + scratch,)
+    return (m * (k + 1 if w_shape[2] == 1 else k) + scratch,)
 
 
 def _check_workspace(op, workspace, x_shape, w_shape, strides, padding, dilation_rate):

@@ -168,6 +168,10 @@ def test_shapes():
     # with db as one extra row (289 x 64)
     assert ops.conv2d_workspace_shape((64, 13, 13, 32), (3, 3, 32, 64)) == \
         (64 * 11 * 11 * 288 + 15 * 289 * 64,)
+    # one input channel: the columns get a row of ones (the bias gradient's GEMM row)
+    n_m = 64 * 26 * 26
+    assert ops.conv2d_workspace_shape((64, 28, 28, 1), (3, 3, 1, 32)) == \
+        (n_m * 10 + ops.weight_grad_workspace_shape(9, 32, n_m)[0],)
 
 
 def _args(x_shape=X_SHAPE, w_shape=W_SHAPE, strides=(1, 1), padding="valid"):
