@@ -88,13 +88,14 @@ class Call:
     mask id the layer reads (supports_masking), `mask_out` the one it writes."""
 
     __slots__ = ("layer", "inputs", "outputs", "list_input", "list_output", "index",
-                 "mask_in", "mask_out", "shapes")
+                 "mask_in", "mask_out", "shapes", "symbolic")
 
     def __init__(self, layer, inputs, outputs, list_input, list_output, index):
         self.layer, self.inputs, self.outputs = layer, inputs, outputs
         self.list_input, self.list_output, self.index = list_input, list_output, index
         self.mask_in = self.mask_out = None
         self.shapes = None  # (input shape(s), output shape(s)) in a concrete graph
+        self.symbolic = None  # the same from the layer's node (None sizes kept)
 
     def __repr__(self):
         return f"Call({self.layer.name}, {self.inputs} -> {self.outputs})"
@@ -110,6 +111,8 @@ class FlatGraph:
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
         self.dynamic = input_shapes is not None
+        # a None size inside (a nested model built for None sizes, called on known ones)
+        self.has_none = any(s and s[0] is None and None in s[1:] for s in self.shapes)
         self.symbolic = []  # (layer, input shape, output shape) before binding: _concrete
         if self.dynamic:
             self._concrete(input_shapes)
@@ -118,14 +121,9 @@ class FlatGraph:
         """Sizes known only from the data (None in keras.Input): every call's shapes
         for these per-sample input shapes; `call.shapes` is bound to the layer before
         the plan asks it for scratch and before each of its launches."""
-        # the layers' symbolic shapes (the graph's, before binding), put back after each
-        # run: summary and saving read layer.input_shape / output_shape
-        symbolic = {}
-        for c in self.calls:
-            ins, outs = [self.shapes[t] for t in c.inputs], [self.shapes[t] for t in c.outputs]
-            symbolic[id(c.layer)] = (c.layer, ins if c.list_input else (ins[0] if ins else ()),
-                                     outs if c.list_output else outs[0])
-        self.symbolic = list(symbolic.values())
+        # the layers' own symbolic shapes (their nodes'), put back after each run:
+        # summary and saving read layer.input_shape / output_shape
+        self.symbolic = list({id(c.layer): (c.layer, *c.symbolic) for c in self.calls}.values())
         for t, shape in zip(self.input_ids, input_shapes):
             self.shapes[t] = (None, *shape)
         for call in self.calls:
@@ -171,6 +169,10 @@ class FlatGraph:
                 call = Call(node.layer, ins, outs,
                             isinstance(node.input_structure, (list, tuple)),
                             node.multi_output, len(self.calls))
+                ins_, outs_ = ([tuple(t.shape) for t in ts] for ts in
+                               (node.input_tensors, node.output_tensors))
+                call.symbolic = (ins_ if call.list_input else (ins_[0] if ins_ else ()),
+                                 outs_ if call.list_output else outs_[0])
                 self.calls.append(call)
                 self._masks(call, node.input_tensors[0].shape if ins else None)
             for t, k in zip(node.output_tensors, outs):

@@ -134,8 +134,12 @@ class Model(Trainer, Layer):
 
     @property
     def _dynamic(self):
-        """Some input size is known only from the data (None in keras.Input)."""
-        return any(None in tuple(t.shape[1:]) for t in self.inputs)
+        """Some size is known only from the data: None in keras.Input, or inside the graph
+        (a nested model built for None sizes, called on known ones): plans then bind the
+        concrete shapes per signature."""
+        if any(None in tuple(t.shape[1:]) for t in self.inputs):
+            return True
+        return bool(self.inputs) and self._flat_graph().has_none
 
     def _signature(self, batch):
         """The per-sample input shapes of a batch, for a dynamic model (else None)."""

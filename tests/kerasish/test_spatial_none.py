@@ -91,6 +91,32 @@ def test_squeeze_excite_broadcast_decided_per_size(rng):
                                rtol=1e-5, atol=1e-6)
 
 
+def test_image_preprocessing_layers_take_none_sizes(rng):
+    def net(x):
+        a = L.RandomContrast(0.2, seed=2)(L.RandomZoom(0.1, seed=1)(x))
+        a = L.RandomTranslation(0.1, 0.2, seed=4)(L.RandomRotation(0.05, seed=5)(a))
+        a = L.Resizing(8, 9, crop_to_aspect_ratio=True)(L.CenterCrop(6, 7)(a))
+        a = L.Conv2D(3, 3, padding="same")(L.RandomCrop(5, 6, seed=3)(a))
+        return L.Dense(2)(L.GlobalMaxPooling2D()(a))
+
+    x = keras.Input((None, None, 3))
+    dyn = keras.Model(x, net(x))
+    assert [layer.output_shape[1:3] for layer in dyn.layers[1:8]] == [
+        (None, None)] * 4 + [(6, 7), (8, 9), (5, 6)]  # Keras 3's shapes
+    for shape in [(2, 9, 11, 3), (3, 5, 4, 3)]:  # larger and smaller than the crops
+        xs = rng.standard_normal(shape).astype(np.float32)
+        xi = keras.Input(shape[1:])
+        static = keras.Model(xi, net(xi))
+        static.set_weights(dyn.get_weights())
+        np.testing.assert_allclose(dyn.predict(xs, verbose=0), static.predict(xs, verbose=0),
+                                   rtol=1e-6, atol=1e-6)
+    dyn.compile("sgd", "mse")
+    for shape in [(4, 9, 11, 3), (4, 16, 13, 3)]:  # training: the random transforms run
+        hist = dyn.fit(rng.standard_normal(shape).astype(np.float32),
+                       np.zeros((4, 2), np.float32), verbose=0)
+        assert np.isfinite(hist.history["loss"][0])
+
+
 def test_one_dimensional_none_length(rng):
     def net(x):
         y = L.UpSampling1D()(L.Conv1D(4, 3, padding="causal")(x))
@@ -123,6 +149,34 @@ def test_fit_on_two_sizes_shares_weights_with_one_plan_per_size(rng):
     assert model.layers[0].kernel is kernel
     signatures = {key[2] for key in model._executors if len(key) > 2}
     assert {((9, 11, 3),), ((16, 13, 3),)} <= signatures
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "needs Sequential._build_once / Functional._build_once to take a known size where the "
+    "nested model's input has None (the lead's change: see helper B's report); remove "
+    "this marker with it"))
+def test_base_model_with_none_input_nested_on_a_known_size(rng):
+    """Transfer learning: a base built for (None, None, 3), frozen, called on a fixed-size
+    Input; the outer model's plan binds the inner sizes (its graph has None inside)."""
+    base = keras.Sequential([keras.Input((None, None, 3)), L.Conv2D(4, 3),
+                             L.BatchNormalization(), L.MaxPooling2D()])
+    base.trainable = False
+    inputs = keras.Input((12, 10, 3))
+    outputs = L.Dense(1)(L.GlobalAveragePooling2D()(base(inputs, training=False)))
+    model = keras.Model(inputs, outputs)
+    assert model._dynamic
+    xs = rng.standard_normal((4, 12, 10, 3)).astype(np.float32)
+    frozen = base.get_weights()
+    model.compile("adam", "mse")
+    assert np.isfinite(model.fit(xs, np.zeros((4, 1), np.float32), verbose=0)
+                       .history["loss"][0])
+    for want, got in zip(frozen, base.get_weights()):
+        np.testing.assert_array_equal(want, got)
+    assert base.layers[0].input_shape == (None, None, None, 3)  # its own shapes, restored
+    feats = base.predict(xs, verbose=0).mean(axis=(1, 2))
+    w, b = model.layers[-1].get_weights()
+    np.testing.assert_allclose(model.predict(xs, verbose=0), feats @ w + b, rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_summary_shows_none_before_and_after_running(rng):
