@@ -66,6 +66,7 @@ def _pointer_intrinsic(numba_type, llvm_type):
 
 f32_pointer = _pointer_intrinsic(types.float32, ir.FloatType())
 i32_pointer = _pointer_intrinsic(types.int32, ir.IntType(32))
+f64_pointer = _pointer_intrinsic(types.float64, ir.DoubleType())
 
 
 @intrinsic
@@ -102,6 +103,18 @@ def f32_3d(a, k):
 @numba.njit(inline="always")
 def f32_4d(a, k):
     return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
+
+
+@numba.njit(inline="always")
+def i32_1d(a, k):
+    return numba.carray(i32_pointer(a[k]), (a[k + 1],))
+
+
+@numba.njit(inline="always")
+def f64_2d(a, k):
+    # float64 scratch (partial sums), passed in: np.empty in a compiled function compiles
+    # numba's allocator (~0.3 s)
+    return numba.carray(f64_pointer(a[k]), (a[k + 1], a[k + 2]))
 
 
 @numba.njit(inline="always")

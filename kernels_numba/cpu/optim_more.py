@@ -13,8 +13,16 @@ import numba
 import numpy as np
 
 from kernels_numba.cpu._parallel import f32_1d, from_f32_bits
-from kernels_numba.cpu.optim import _grad_at, _update_parts, head, part_range, run_update, \
-    unpack_head
+from kernels_numba.cpu.optim import (
+    grad_mode,
+    head,
+    run_update,
+    scaled_clipped,
+    segment_grad,
+    span,
+    update_parts,
+    view,
+)
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -99,120 +107,118 @@ _ftrl_step = numba.njit(inline="always")(ftrl_step)
 
 
 # One part per update (kernels_numba.cpu.optim's argument layout with two slots, then
-# three constant hyperparameters as float32 bits c0, c1, c2).
+# three constant hyperparameters as float32 bits c0, c1, c2; see cpu.optim.update_parts).
 
 
 @numba.njit(inline="always")
-def _unpack(a):
-    return f32_1d(a, 10), f32_1d(a, 12), from_f32_bits(a[17]), from_f32_bits(a[18]), \
-        from_f32_bits(a[19])
+def _unpack(a, p, parts, segmented):
+    """(lo, hi, w, g, slot a, slot b, c0, c1, c2, per-step scalars, grad mode...)."""
+    offset, n, lo, hi = span(a, p, parts, segmented)
+    return ((lo, hi, view(a, 0, offset, n), view(a, 2, offset, n), view(a, 10, offset, n),
+             view(a, 12, offset, n), from_f32_bits(a[17]), from_f32_bits(a[18]),
+             from_f32_bits(a[19]), f32_1d(a, 4)) + grad_mode(a, 14))
 
 
 def _nadam_parts(segmented):
-    def part(args, p, parts):
+    def part(args, p, parts):  # c0, c1, c2: beta_1, beta_2, epsilon
         a = numba.carray(args, 20)
-        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-        m, v, beta_1, beta_2, epsilon = _unpack(a)
+        lo, hi, w, g, m, v, c0, c1, c2, s, zero_grad, clipping, clip, scale = \
+            _unpack(a, p, parts, segmented)
         lr, u_next, den_next, one_minus_u, den, bias_2, decay = s[0], s[1], s[2], s[3], s[4], \
             s[5], s[6]
-        i0, i1 = part_range(w.size, p, parts)
-        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
-            w, g, m, v = w[i0:i1], g[i0:i1], m[i0:i1], v[i0:i1]
-            i0, i1 = 0, i1 - i0
-        for i in range(i0, i1):
-            gi = _grad_at(g, i, gm, gc, gs, gseg)
-            _nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den,
-                        bias_2, epsilon, decay)
+        for i in range(lo, hi):
+            if segmented:
+                gi = segment_grad(g, i, a)
+            else:
+                gi = scaled_clipped(g[i], scale, clipping, clip)
+            _nadam_step(w, m, v, i, gi, lr, c0, c1, u_next, den_next, one_minus_u, den, bias_2,
+                        c2, decay)
             if zero_grad:
                 g[i] = _ZERO
     return part
 
 
-_nadam_part = _update_parts(_nadam_parts)
+_nadam_part = update_parts(_nadam_parts)
 
 
 def _adamax_parts(segmented):
-    def part(args, p, parts):
+    def part(args, p, parts):  # c0, c1, c2: beta_1, beta_2, epsilon
         a = numba.carray(args, 20)
-        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-        m, u, beta_1, beta_2, epsilon = _unpack(a)
+        lo, hi, w, g, m, u, c0, c1, c2, s, zero_grad, clipping, clip, scale = \
+            _unpack(a, p, parts, segmented)
         lr, bias_1, decay = s[0], s[1], s[2]
-        i0, i1 = part_range(w.size, p, parts)
-        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
-            w, g, m, u = w[i0:i1], g[i0:i1], m[i0:i1], u[i0:i1]
-            i0, i1 = 0, i1 - i0
-        for i in range(i0, i1):
-            gi = _grad_at(g, i, gm, gc, gs, gseg)
-            _adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay)
+        for i in range(lo, hi):
+            if segmented:
+                gi = segment_grad(g, i, a)
+            else:
+                gi = scaled_clipped(g[i], scale, clipping, clip)
+            _adamax_step(w, m, u, i, gi, lr, c0, c1, bias_1, c2, decay)
             if zero_grad:
                 g[i] = _ZERO
     return part
 
 
-_adamax_part = _update_parts(_adamax_parts)
+_adamax_part = update_parts(_adamax_parts)
 
 
 def _adadelta_parts(segmented):
-    def part(args, p, parts):
+    def part(args, p, parts):  # c0, c1, c2: rho, epsilon
         a = numba.carray(args, 20)
-        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-        acc, delta, rho, epsilon, _ = _unpack(a)
+        lo, hi, w, g, acc, delta, c0, c1, c2, s, zero_grad, clipping, clip, scale = \
+            _unpack(a, p, parts, segmented)
         lr, decay = s[0], s[1]
-        i0, i1 = part_range(w.size, p, parts)
-        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
-            w, g, acc, delta = w[i0:i1], g[i0:i1], acc[i0:i1], delta[i0:i1]
-            i0, i1 = 0, i1 - i0
-        for i in range(i0, i1):
-            gi = _grad_at(g, i, gm, gc, gs, gseg)
-            _adadelta_step(w, acc, delta, i, gi, lr, rho, epsilon, decay)
+        for i in range(lo, hi):
+            if segmented:
+                gi = segment_grad(g, i, a)
+            else:
+                gi = scaled_clipped(g[i], scale, clipping, clip)
+            _adadelta_step(w, acc, delta, i, gi, lr, c0, c1, decay)
             if zero_grad:
                 g[i] = _ZERO
     return part
 
 
-_adadelta_part = _update_parts(_adadelta_parts)
+_adadelta_part = update_parts(_adadelta_parts)
 
 
 def _lion_parts(segmented):
-    def part(args, p, parts):
+    def part(args, p, parts):  # c0, c1, c2: beta_1, beta_2
         a = numba.carray(args, 20)
-        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-        m, _, beta_1, beta_2, _ = _unpack(a)
+        lo, hi, w, g, m, _, c0, c1, c2, s, zero_grad, clipping, clip, scale = \
+            _unpack(a, p, parts, segmented)
         lr, decay = s[0], s[1]
-        i0, i1 = part_range(w.size, p, parts)
-        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
-            w, g, m = w[i0:i1], g[i0:i1], m[i0:i1]
-            i0, i1 = 0, i1 - i0
-        for i in range(i0, i1):
-            gi = _grad_at(g, i, gm, gc, gs, gseg)
-            _lion_step(w, m, i, gi, lr, beta_1, beta_2, decay)
+        for i in range(lo, hi):
+            if segmented:
+                gi = segment_grad(g, i, a)
+            else:
+                gi = scaled_clipped(g[i], scale, clipping, clip)
+            _lion_step(w, m, i, gi, lr, c0, c1, decay)
             if zero_grad:
                 g[i] = _ZERO
     return part
 
 
-_lion_part = _update_parts(_lion_parts)
+_lion_part = update_parts(_lion_parts)
 
 
 def _ftrl_parts(segmented):
-    def part(args, p, parts):
+    def part(args, p, parts):  # c0, c1, c2: power, l1, two_shrink
         a = numba.carray(args, 20)
-        w, g, s, gs, gseg, zero_grad, gm, gc = unpack_head(a, 2)
-        acc, linear, power, l1, two_shrink = _unpack(a)
+        lo, hi, w, g, acc, linear, c0, c1, c2, s, zero_grad, clipping, clip, scale = \
+            _unpack(a, p, parts, segmented)
         lr, two_l2, decay = s[0], s[1], s[2]
-        i0, i1 = part_range(w.size, p, parts)
-        if not segmented:  # views from 0: the loop vectorizes (see cpu.optim)
-            w, g, acc, linear = w[i0:i1], g[i0:i1], acc[i0:i1], linear[i0:i1]
-            i0, i1 = 0, i1 - i0
-        for i in range(i0, i1):
-            gi = _grad_at(g, i, gm, gc, gs, gseg)
-            _ftrl_step(w, acc, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay)
+        for i in range(lo, hi):
+            if segmented:
+                gi = segment_grad(g, i, a)
+            else:
+                gi = scaled_clipped(g[i], scale, clipping, clip)
+            _ftrl_step(w, acc, linear, i, gi, lr, c0, c1, two_l2, c2, decay)
             if zero_grad:
                 g[i] = _ZERO
     return part
 
 
-_ftrl_part = _update_parts(_ftrl_parts)
+_ftrl_part = update_parts(_ftrl_parts)
 
 
 def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=_ZERO, c2=_ZERO):

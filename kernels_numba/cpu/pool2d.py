@@ -12,7 +12,7 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, i32_4d, lazy_part, pack, run
+from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, f64_2d, i32_4d, lazy_part, pack, run
 from kernels_numba.ops.pool2d import pool_plan
 
 # Integer clamps are selects, not max()/min(): each of those is one more compile of
@@ -41,6 +41,9 @@ def window_range(i, k, s, pad, out):
 
 # njit loops
 
+# The max-pool row functions clamp with inline selects, not _lo/_hi: every inlined call is
+# one more pass of numba's inliner over the part (its compile: 1.5 -> 0.9 CPU s).
+
 @numba.njit(inline="always")
 def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
     # Rows r0..r1 of the (sample, output row) pairs. The running max and argmax live in
@@ -50,30 +53,67 @@ def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
     for r in range(r0, r1):
         b = r // ho
         oh = r - b * ho
-        h0, h1 = _lo(oh * sh - pt), _hi(oh * sh - pt + ph, h)
+        h0, h1 = oh * sh - pt, oh * sh - pt + ph
+        h0, h1 = (h0 if h0 > 0 else 0), (h1 if h1 < h else h)
         for ow in range(wo):
-            w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
+            w0, w1 = ow * sw - pl, ow * sw - pl + pw
+            w0, w1 = (w0 if w0 > 0 else 0), (w1 if w1 < w else w)
             best, where = y[b, oh, ow], argmax[b, oh, ow]
             # Padded cells count as -inf, so they never win: the first real cell (every
             # window holds one, for "same" padding too) is taken whatever y held.
             for ih in range(h0, h1):
                 for iw in range(w0, w1):
                     k = np.int32((ih * w + iw) * c)
-                    first = ih == h0 and iw == w0
-                    # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms).
+                    first = (ih == h0) & (iw == w0)
+                    # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms);
+                    # | not `or`: no short-circuit branches to type and lower.
                     for ch in range(c):
                         v = x[b, ih, iw, ch]
                         # NaN wins; nothing beats a NaN best
-                        take = first or v > best[ch] or v != v
+                        take = first | (v > best[ch]) | (v != v)
                         best[ch] = v if take else best[ch]
                         where[ch] = k + ch if take else where[ch]
 
 
 @numba.njit(inline="always")
+def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
+    # Windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2), as a gather over
+    # (sample, input row) pairs r0..r1: an input row lies in at most one window row and a
+    # cell in at most one window, so one lookup per cell and no zeroing pass (0.20 ->
+    # 0.18 ms against a scatter for the seed CNN's pool). The one window that can hold iw
+    # is the last one starting at or before it; cells between windows, past the last one
+    # or in a row no window covers get 0. An argmax entry that is not a cell of its own
+    # window is never matched.
+    n, h, w, c = dx.shape
+    _, ho, wo, _ = dy.shape
+    zero = np.float32(0.0)
+    for r in range(r0, r1):
+        b = r // h
+        ih = r - b * h
+        oh = (ih + pt) // sh  # the window row that can hold ih
+        covered = (oh < ho) & (ih + pt - oh * sh < ph)
+        oh = oh if oh < ho else ho - 1  # (never read when not covered)
+        ow = 0
+        for iw in range(w):
+            if (ow + 1 < wo) & (iw >= (ow + 1) * sw - pl):  # iw steps by 1, windows by sw
+                ow += 1
+            if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
+                k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                for ch in range(c):
+                    hit = argmax[b, oh, ow, ch] == k + ch
+                    dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
+            else:
+                for ch in range(c):
+                    dx[b, ih, iw, ch] = zero
+
+
+@numba.njit(inline="always")
 def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
-    # Gather over (sample, input row) pairs r0..r1: an argmax entry that is not a cell of its
-    # own window is never matched. Adding a selected +0 leaves a sum's bits alone, so the
-    # channel loops are selects (they vectorize) and the sums match a scatter in (oh, ow) order.
+    # Any geometry (overlapping windows too): each dx cell of input rows r0..r1 of the
+    # (sample, input row) pairs adds the dy of every window containing it whose argmax
+    # it is, in (oh, ow) order. Adding a selected +0 leaves a sum's bits alone, so the
+    # channel loops are selects (they vectorize) and the sums match a scatter in (oh, ow)
+    # order.
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
     zero = np.float32(0.0)
@@ -81,29 +121,10 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
         b = r // h
         ih = r - b * h
         oh0, oh1 = window_range(ih, ph, sh, pt, ho)
-        if oh1 - oh0 == 1 and sw >= pw:
-            # One window row, windows side by side (the usual 2x2/2): one lookup per cell,
-            # no zeroing pass (0.20 -> 0.18 ms against the scatter for the seed CNN's pool).
-            # The one window that can hold iw is the last one starting at or before it;
-            # cells between windows or past the last one get 0 (two channel loops, not
-            # three: a smaller compile).
-            ow = 0
-            for iw in range(w):
-                if ow + 1 < wo and iw >= (ow + 1) * sw - pl:  # iw steps by 1, windows by sw
-                    ow += 1
-                if iw >= ow * sw - pl and iw < ow * sw - pl + pw:
-                    k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
-                    for ch in range(c):
-                        hit = argmax[b, oh0, ow, ch] == k + ch
-                        dx[b, ih, iw, ch] = dy[b, oh0, ow, ch] if hit else zero
-                else:
-                    for ch in range(c):
-                        dx[b, ih, iw, ch] = zero
-            continue
         for iw in range(w):
             for ch in range(c):
                 dx[b, ih, iw, ch] = zero
-        for oh in range(oh0, oh1):  # overlapping windows, or a row no window covers
+        for oh in range(oh0, oh1):
             for ow in range(wo):
                 w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
                 for iw in range(w0, w1):
@@ -156,9 +177,10 @@ def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
 
 
 @numba.njit(inline="always")
-def _global_avgpool_forward(y, x, r0, r1):
+def _global_avgpool_rows(y, x, acc, r0, r1):
+    # acc: (C,) float64 partial sums (hw can be large), passed in (np.empty here would
+    # compile numba's allocator, ~0.3 s)
     n, hw, c = x.shape
-    acc = np.empty(c)  # float64 partial sums: hw can be large
     for b in range(r0, r1):
         for ch in range(c):
             acc[ch] = 0.0
@@ -167,6 +189,13 @@ def _global_avgpool_forward(y, x, r0, r1):
                 acc[ch] += x[b, p, ch]
         for ch in range(c):
             y[b, ch] = acc[ch] / hw
+
+
+@numba.njit
+def _global_avgpool_forward(y, x, r0, r1):
+    """Samples r0..r1 serially with a scratch of its own (a reference for tests; the part
+    runs _global_avgpool_rows on its block with a row of the launcher's scratch)."""
+    _global_avgpool_rows(y, x, np.empty(x.shape[2]), r0, r1)
 
 
 @numba.njit(inline="always")
@@ -183,8 +212,8 @@ def _global_avgpool_backward(dx, dy, r0, r1):
 
 @lazy_part
 def _maxpool_part(args, p, parts):
-    # Forward and backward in one part (one compile): (out, src, argmax, geometry, mode);
-    # forward: out y, src x; backward: out dx, src dy.
+    # The forward and the disjoint-window backward in one part (one compile):
+    # (out, src, argmax, geometry, mode); forward: out y, src x; backward: out dx, src dy.
     a = numba.carray(args, 22)
     out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
     if a[21] == 0:
@@ -193,8 +222,19 @@ def _maxpool_part(args, p, parts):
                          rows * p // parts, rows * (p + 1) // parts)
     else:
         rows = out.shape[0] * out.shape[1]
-        _maxpool_backward(out, src, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
-                          rows * p // parts, rows * (p + 1) // parts)
+        _maxpool_backward_disjoint(out, src, argmax, a[15], a[16], a[17], a[18], a[19],
+                                   a[20], rows * p // parts, rows * (p + 1) // parts)
+
+
+@lazy_part
+def _maxpool_overlap_part(args, p, parts):
+    # The backward of overlapping windows (pool 3, stride 2, ...): compiled only by a model
+    # that has them. (dx, dy, argmax, geometry)
+    a = numba.carray(args, 21)
+    dx, dy, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    rows = dx.shape[0] * dx.shape[1]
+    _maxpool_backward(dx, dy, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
+                      rows * p // parts, rows * (p + 1) // parts)
 
 
 @lazy_part
@@ -217,9 +257,9 @@ def _avgpool_backward_part(args, p, parts):
 
 @lazy_part
 def _global_avgpool_forward_part(args, p, parts):
-    a = numba.carray(args, 7)
-    y, x = f32_2d(a, 0), f32_3d(a, 3)
-    _global_avgpool_forward(y, x, x.shape[0] * p // parts, x.shape[0] * (p + 1) // parts)
+    a = numba.carray(args, 10)  # y, x, scratch (parts, C) float64: part p uses row p
+    y, x, acc = f32_2d(a, 0), f32_3d(a, 3), f64_2d(a, 7)
+    _global_avgpool_rows(y, x, acc[p], x.shape[0] * p // parts, x.shape[0] * (p + 1) // parts)
 
 
 @lazy_part
@@ -238,7 +278,10 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    run(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size)
+    if sh >= ph and sw >= pw:
+        run(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size)
+    else:
+        run(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl), dx.size)
 
 
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
@@ -253,7 +296,8 @@ def avgpool2d_backward(dx, dy, *, pool_size, strides, padding="valid"):
 
 def global_avgpool2d_forward(y, x):
     n, h, w, c = x.shape
-    run(_global_avgpool_forward_part, pack(y, x.reshape(n, h * w, c)), x.size)
+    scratch = np.empty((numba.get_num_threads(), c))  # a row per part, however run splits
+    run(_global_avgpool_forward_part, pack(y, x.reshape(n, h * w, c), scratch), x.size)
 
 
 def global_avgpool2d_backward(dx, dy):
