@@ -3,7 +3,8 @@ attention probabilities with the mask attention_keep_mask gives for the layer's 
 step) (forward against a float64 reference, the input gradient against finite
 differences with that mask fixed), the step advances per training forward (by value or
 through the device step buffer), inference is dropout-free, a model fits and is
-reproducible per set_random_seed; Keras 3 drops the same thing (the distribution)."""
+reproducible per set_random_seed; Keras 3 drops the same thing (the distribution), for
+AdditiveAttention too (its kernel-level dropout tests: test_additive_attention.py)."""
 
 import os
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import kerasish
+from kerasish.layers.additive_attention import AdditiveAttention
 from kerasish.layers.attention import Attention, MultiHeadAttention
 from kernels_numba.ops import attention as A
 from kernels_numba.testing import numeric_grad
@@ -182,15 +184,18 @@ def _check_dropped_distribution(out, t, rate):
     assert abs(frac - rate) < 0.08, frac
 
 
-@pytest.mark.parametrize("which", ["Attention", "MultiHeadAttention"])
+@pytest.mark.parametrize("which", ["Attention", "AdditiveAttention", "MultiHeadAttention"])
 def test_dropout_acts_on_the_distribution_as_keras(which):
     os.environ.setdefault("KERAS_BACKEND", "torch")
     pytest.importorskip("torch")
     real = pytest.importorskip("keras")
     n, t, rate = 40, 8, 0.5
     q, v = _uniform_one_hot(n, t)
-    if which == "Attention":
-        theirs, ours = real.layers.Attention(dropout=rate), Attention(dropout=rate)
+    if which != "MultiHeadAttention":  # additive, no scale: every score is tanh(1)
+        kw = {"use_scale": False} if which == "AdditiveAttention" else {}
+        theirs = getattr(real.layers, which)(dropout=rate, **kw)
+        ours = (AdditiveAttention if which == "AdditiveAttention" else Attention)(
+            dropout=rate, **kw)
         theirs([q, v])
         ours([q, v])
         call = lambda layer, training: layer([q, v], training=training)  # noqa: E731
