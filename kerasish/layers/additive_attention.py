@@ -1,5 +1,8 @@
-"""AdditiveAttention (Bahdanau), as keras.layers.AdditiveAttention, on the fused kernel.
+"""Keras's list-input attention layers: Attention (dot product, on ops.attention) and
+AdditiveAttention (Bahdanau, on ops.additive_attention), and the dropout bookkeeping
+they share with MultiHeadAttention.
 
+AdditiveAttention, as keras.layers.AdditiveAttention:
 call([query, value(, key)], mask=[query_mask, value_mask], return_attention_scores,
 use_causal_mask, training) becomes a node on [query, value(, key)(, query_mask)
 (, value_mask)]. Scores sum_d scale_d tanh(q_i + k_j) (scale: a trainable (dim,)
@@ -13,10 +16,140 @@ Keras's weights, after dropout). Masks are float tensors, kept where > 0.5.
 
 import numpy as np
 
-from kerasish.layers.attention import _AttentionDropout
+from kerasish import random as kr
+from kerasish.layers.core import _seed, check_number
 from kerasish.layers.layer import Layer
-from kernels_numba import ops
+from kerasish.layers.step_buffer import StepCounter
+from kernels_numba import device_of, ops
 from kernels_numba.ops import additive_attention as additive_ops
+from kernels_numba.ops import attention as attention_ops
+
+
+class _AttentionDropout(StepCounter):
+    """Dropout bookkeeping of the attention layers: this forward's (rate, seed, step)
+    keyword arguments for ops.attention_forward, kept so the backward regenerates the
+    same mask (step: the int, or the device steps buffer, which holds this step until
+    the next training forward advances it)."""
+
+    def _init_dropout(self, who, dropout, seed):
+        self.dropout = check_number(who, "dropout", dropout, "in [0, 1)",
+                                    lambda v: 0 <= v < 1)
+        self.seed = _seed(who, seed)
+        self._init_steps()
+        self._drop = {}
+
+    def _build_seed(self):
+        self._seed = int(self.seed) if self.seed is not None else kr.new_seed()
+
+    def _dropout_args(self, training, like):
+        self._drop = {}
+        if training and self.dropout > 0:
+            self._drop = {"dropout_rate": self.dropout, "seed": self._seed,
+                          "step": self._advance(like)}
+        return self._drop
+
+
+class Attention(_AttentionDropout, Layer):
+    """Dot-product (Luong) attention, as keras.layers.Attention: call([query, value]) or
+    [query, value, key], out = softmax(query key^T) value on the fused kernel (one head:
+    the (B, T, D) inputs are (B, T, 1, D) views). use_causal_mask as Keras; dropout in
+    training inside the kernel (MultiHeadAttention's). Refused by name: use_scale=True,
+    score_mode="concat", explicit masks, return_attention_scores=True."""
+
+    def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        who = f"Attention '{self.name}'"
+        if score_mode not in ("dot", "concat"):
+            raise ValueError(f"{who}: Invalid value for argument score_mode. Expected one of "
+                             f"{{'dot', 'concat'}}. Received: score_mode={score_mode}")
+        if use_scale or score_mode != "dot":
+            raise ValueError(f"{who}: only use_scale=False, score_mode='dot' are supported; "
+                             f"received use_scale={use_scale!r}, score_mode={score_mode!r}")
+        self.use_scale, self.score_mode = False, "dot"
+        self._init_dropout(who, dropout, seed)
+        self._causal = None
+
+    def __call__(self, inputs, mask=None, training=None, return_attention_scores=False,
+                 use_causal_mask=False, **kwargs):
+        who = f"Attention '{self.name}'"
+        if mask is not None or return_attention_scores:
+            raise ValueError(f"{who}: mask= and return_attention_scores=True are not "
+                             f"supported; expected None and False")
+        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+            raise ValueError(f"{who}: expected a list [query, value] or [query, value, key]; "
+                             f"received {type(inputs).__name__}")
+        if self._causal is not None and self._causal != bool(use_causal_mask):
+            raise ValueError(f"{who}: every call must pass the same use_causal_mask; first "
+                             f"call {self._causal}, this call {bool(use_causal_mask)}")
+        self._causal = bool(use_causal_mask)
+        return super().__call__(list(inputs), training=training, **kwargs)
+
+    def node_arguments(self, inputs):
+        """Keras 3's inbound-node form: ([[query, value(, key)]], {"use_causal_mask": ..})."""
+        return [list(inputs)], ({"use_causal_mask": True} if self._causal else {})
+
+    def _shapes(self, input_shape):
+        q, v = (tuple(s) for s in input_shape[:2])
+        k = tuple(input_shape[2]) if len(input_shape) > 2 else v
+        if len(q) != 3 or len(v) != 3 or len(k) != 3 or None in q[1:] + v[1:] + k[1:] or \
+                q[2] != k[2] or k[1] != v[1]:
+            raise ValueError(f"Attention '{self.name}': expected query (batch, Tq, dim), value "
+                             f"(batch, Tv, dim_v), key (batch, Tv, dim), sizes known; received "
+                             f"{[q, v, k]}")
+        return q, k, v
+
+    def build(self, input_shape):
+        self._shapes(input_shape)
+        self._build_seed()
+
+    def compute_output_shape(self, input_shape):
+        q, _, v = self._shapes(input_shape)
+        return (q[0], q[1], v[2])
+
+    def scratch_shapes(self, batch_size):
+        q, _, v = self._shapes(self.input_shape)
+        ws = attention_ops.attention_workspace_shape((batch_size, q[1], 1, q[2]),
+                                                     (1, 1, 1, v[2]))
+        return {"lse": ((batch_size, 1, q[1]), np.float32),
+                "ws": ((batch_size, ws[0] // max(batch_size, 1) * ws[1]), np.float32),
+                "dx_tmp": ((batch_size, v[1], v[2]), np.float32)}
+
+    def _views(self, x):
+        n = x[0].shape[0]
+        q, v = x[0], x[1]
+        k = x[2] if len(x) > 2 else v
+        as4 = lambda a: a.reshape((a.shape[0], a.shape[1], 1, a.shape[2]))  # noqa: E731
+        shape = attention_ops.attention_workspace_shape((n, q.shape[1], 1, q.shape[2]),
+                                                        (n, 1, 1, v.shape[2]), device_of(q))
+        ws = self.scratch["ws"].reshape(-1)[:1] if shape == (1,) else \
+            self.scratch_view("ws", n).reshape(-1)[:int(np.prod(shape))].reshape(shape)
+        return as4(q), as4(k), as4(v), self.scratch_view("lse", n), ws, as4
+
+    def forward(self, y, x, training):
+        q, k, v, lse, ws, as4 = self._views(x)
+        attention_ops.attention_forward(as4(y), lse, q, k, v, None, ws, scale=1.0,
+                                        causal=self._causal,
+                                        **self._dropout_args(training, q))
+
+    def backward(self, dx, dy, x, y):
+        q, k, v, lse, ws, as4 = self._views(x)
+        view = lambda a: None if a is None else as4(a)  # noqa: E731
+        if len(x) > 2:
+            attention_ops.attention_backward(view(dx[0]), view(dx[2]), view(dx[1]), as4(dy),
+                                             q, k, v, as4(y), lse, None, ws, scale=1.0,
+                                             causal=self._causal, **self._drop)
+            return
+        # key is value: its gradient is the sum of the key and value paths
+        tmp = None if dx[1] is None else self.scratch_view("dx_tmp", x[0].shape[0])
+        attention_ops.attention_backward(view(dx[0]), view(tmp), view(dx[1]), as4(dy), q, k,
+                                         v, as4(y), lse, None, ws, scale=1.0,
+                                         causal=self._causal, **self._drop)
+        if dx[1] is not None:
+            ops.axpy(dx[1], tmp, 1.0)
+
+    def get_config(self):
+        return {**super().get_config(), "use_scale": False, "score_mode": "dot",
+                "dropout": self.dropout, "seed": self.seed}
 
 
 class AdditiveAttention(_AttentionDropout, Layer):
