@@ -26,8 +26,6 @@ from kernels_numba.cpu.gemm import _thread_buffer, gemm
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
-
-
 # range kernels (inlined into the one part below: one compile for all three)
 
 @numba.njit(inline="always")
