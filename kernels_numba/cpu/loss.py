@@ -18,7 +18,7 @@ import numpy as np
 
 # The pointwise losses (BCE, BCE from logits, MSE) and the fused training loss live in
 # modules of their own; dispatch and gpu.loss find every name here.
-from kernels_numba.cpu.loss_pointwise import (  # noqa: F401
+from kernels_numba.cpu.loss_bce_mse import (  # noqa: F401
     BCE,
     BCE_LOGITS,
     MSE,

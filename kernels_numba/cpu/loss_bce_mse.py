@@ -1,5 +1,6 @@
-"""CPU twins of the pointwise losses of kernels_numba.ops.loss (binary crossentropy, from
-probabilities and from logits, and mean squared error), and their per-element math.
+"""CPU twins of ops.loss's per-element losses: binary crossentropy (from probabilities
+and from logits) and mean squared error, and their math. (The other pointwise losses,
+ops.pointwise_loss, are cpu/pointwise_loss.py.)
 
 Split from cpu/loss.py (file size); kernels_numba.cpu.loss re-exports every name, so
 dispatch and kernels_numba.gpu.loss (which compiles the `*_row` / `*_grad` functions
