@@ -187,3 +187,10 @@ def same_sizes(got, expected):
     """Per-sample shapes equal, None in `expected` matching any size."""
     return len(got) == len(expected) and all(e is None or int(g) == e
                                              for g, e in zip(got, expected))
+
+
+def shapes_fit(received, expected):
+    """Equal per-sample shapes, where a None expected size takes any received size."""
+    received, expected = tuple(received)[1:], tuple(expected)[1:]
+    return len(received) == len(expected) and all(
+        e is None or e == r for e, r in zip(expected, received))

@@ -252,6 +252,8 @@ class Flatten(Layer):
         super().__init__(**kwargs)
 
     def compute_output_shape(self, input_shape):
+        if None in tuple(input_shape[1:]):  # Keras: unknown until the data says
+            return (input_shape[0], None)
         return (input_shape[0], int(np.prod(input_shape[1:], dtype=np.int64)))
 
     def get_config(self):

@@ -6,6 +6,7 @@ inlines nested models, runs shared layers once per call and sums their gradients
 Its config is Keras 3's "Functional" form (graph/functional_config.py).
 """
 
+from kerasish.engine import structure
 from kerasish.graph import topology
 from kerasish.graph.nodes import KerasTensor, flatten
 from kerasish.layers.input_layer import InputLayer
@@ -60,8 +61,8 @@ class Functional(Model):
     def _build_once(self, input_shape):
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         expected = [t.shape for t in self.inputs]
-        if len(shapes) != len(expected) or any(tuple(a[1:]) != tuple(b[1:])
-                                               for a, b in zip(shapes, expected)):
+        if len(shapes) != len(expected) or not all(structure.shapes_fit(a, b)
+                                                   for a, b in zip(shapes, expected)):
             raise ValueError(f"Model '{self.name}' expects input shape(s) "
                              f"{_unpack(expected)}; received {input_shape}")
         return self.compute_output_shape(input_shape)

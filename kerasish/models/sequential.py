@@ -1,6 +1,7 @@
 """Sequential: a linear stack of layers, the chain case of the layer graph."""
 
 from kerasish import layers as klayers
+from kerasish.engine import structure
 from kerasish.graph.nodes import KerasTensor
 from kerasish.layers.input_layer import InputLayer
 from kerasish.layers.layer import Layer, unique_name
@@ -120,7 +121,7 @@ class Sequential(Model):
                              f"{len(input_shape)} input shapes")
         if not self.built:
             self.build(input_shape)
-        elif tuple(input_shape[1:]) != tuple(self.inputs[0].shape[1:]):
+        elif not structure.shapes_fit(input_shape, self.inputs[0].shape):
             raise ValueError(f"Input of model '{self.name}' is incompatible: expected shape "
                              f"{self.inputs[0].shape}, received shape {tuple(input_shape)}")
         return self.outputs[0].shape

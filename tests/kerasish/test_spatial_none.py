@@ -151,10 +151,6 @@ def test_fit_on_two_sizes_shares_weights_with_one_plan_per_size(rng):
     assert {((9, 11, 3),), ((16, 13, 3),)} <= signatures
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "needs Sequential._build_once / Functional._build_once to take a known size where the "
-    "nested model's input has None (the lead's change: see helper B's report); remove "
-    "this marker with it"))
 def test_base_model_with_none_input_nested_on_a_known_size(rng):
     """Transfer learning: a base built for (None, None, 3), frozen, called on a fixed-size
     Input; the outer model's plan binds the inner sizes (its graph has None inside)."""
