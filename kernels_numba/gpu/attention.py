@@ -18,8 +18,17 @@ from numba import float32
 
 from kernels_numba._cuda import cuda, grid_1d, kernel, launch
 from kernels_numba.gpu import attention_backward as _bw
-from kernels_numba.gpu.attention_tiles import (BK, BQ, MAXD, NEG_INF, THREADS, keep_factor,
-                                               load_keys, load_rows_q, score_or_masked)
+from kernels_numba.gpu.attention_tiles import (
+    BK,
+    BQ,
+    MAXD,
+    NEG_INF,
+    THREADS,
+    keep_factor,
+    load_keys,
+    load_rows_q,
+    score_or_masked,
+)
 from kernels_numba.gpu.dropout import resolve_key, steps_args
 
 _MAX_THREADS = 65536 * 256

@@ -11,8 +11,15 @@ keeps its share (<= 8 elements) of the dq or dk/dv tile in local memory.
 from numba import float32
 
 from kernels_numba._cuda import cuda, kernel
-from kernels_numba.gpu.attention_tiles import (BK, BQ, MAXD, THREADS, load_keys, load_rows,
-                                               probs_tile)
+from kernels_numba.gpu.attention_tiles import (
+    BK,
+    BQ,
+    MAXD,
+    THREADS,
+    load_keys,
+    load_rows,
+    probs_tile,
+)
 from kernels_numba.gpu.dropout import resolve_key
 
 PER_THREAD = BK * MAXD // THREADS  # tile elements of dq/dk/dv per thread
