@@ -64,7 +64,8 @@ def random_layers(ex):
 
     if not ex._replay or ex.mode != "train":
         return []
-    found = [call.layer for call in ex.plan.graph.calls if isinstance(call.layer, StepCounter)]
+    found = [call.layer for call in ex.plan.graph.calls  # attention with dropout=0 draws nothing
+             if isinstance(call.layer, StepCounter) and getattr(call.layer, "dropout", 1) != 0]
     if len({id(layer) for layer in found}) < len(found):
         ex._replay = False  # a shared random layer: its calls' draws share one step buffer
         return []

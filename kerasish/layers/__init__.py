@@ -1,6 +1,7 @@
 """kerasish.layers: Keras layer names and constructor arguments, channels_last."""
 
 from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
+from kerasish.layers.additive_attention import AdditiveAttention
 from kerasish.layers.attention import Attention, MultiHeadAttention
 from kerasish.layers.conv1d import Conv1D, UpSampling1D
 from kerasish.layers.conv_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
@@ -47,7 +48,7 @@ SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, Time
                    GlobalAveragePooling1D, GlobalMaxPooling2D)
 
 BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + IMAGE_LAYERS + PREPROCESSING_LAYERS + (
-    MultiHeadAttention, Attention,
+    MultiHeadAttention, Attention, AdditiveAttention,
     InputLayer, Dense, Activation, Flatten, Reshape, Dropout, Conv2D, MaxPooling2D,
     AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, ReLU, LeakyReLU, Softmax,
     Rescaling, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)}
@@ -102,6 +103,6 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "LayerNormalization", "Normalization", "UpSampling2D", "ZeroPadding2D", "Cropping2D",
            "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D", "SpatialDropout2D",
            "GaussianNoise", "GaussianDropout", "Permute", "RepeatVector", "Identity",
-           "MultiHeadAttention", "Attention", "RandomFlip", "RandomRotation", "RandomZoom",
+           "MultiHeadAttention", "Attention", "AdditiveAttention", "RandomFlip", "RandomRotation", "RandomZoom",
            "RandomTranslation", "RandomCrop", "RandomContrast", "RandomBrightness", "Resizing",
            "CenterCrop"]

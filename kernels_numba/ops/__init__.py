@@ -5,6 +5,7 @@ Every family module defines __all__; all of them are re-exported here, so
 """
 from kernels_numba.ops import (  # noqa: F401
     activation,
+    additive_attention,
     attention,
     augment_color,
     augment_geometric,
@@ -64,6 +65,7 @@ from kernels_numba.ops.reduce import *  # noqa: F401,F403
 from kernels_numba.ops.reduction import *  # noqa: F401,F403
 from kernels_numba.ops.unary import *  # noqa: F401,F403
 from kernels_numba.ops.resample import *  # noqa: F401,F403
+from kernels_numba.ops.additive_attention import *  # noqa: F401,F403
 from kernels_numba.ops.attention import *  # noqa: F401,F403
 from kernels_numba.ops.augment_color import *  # noqa: F401,F403
 from kernels_numba.ops.augment_geometric import *  # noqa: F401,F403
@@ -75,5 +77,5 @@ FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normaliza
             "dropout", "loss", "reduction", "optim", "recurrent",
             "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
             "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout",
-            "pointwise_loss", "metric", "norms", "optim_more", "attention", "augment_color",
+            "pointwise_loss", "metric", "norms", "optim_more", "attention", "additive_attention", "augment_color",
             "augment_geometric", "constraint", "regularize", "rnn_sequence")
