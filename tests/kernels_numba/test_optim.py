@@ -335,3 +335,50 @@ def test_nan_gradient_gives_nan_weights(device):
         w, g = on(device, randn((5,), seed=58), g0)
         make(w, g)
         np.testing.assert_array_equal(np.isnan(host(w)), nan, err_msg=name)
+
+
+def test_cpu_plain_and_segmented_parts_agree():
+    # The CPU twin reads gradients in two compiled parts: "plain" (no segments: g * scale,
+    # clipped when clipping) and "segmented" (grad_at's segment search). One scale for
+    # the whole buffer must give the same bits through either, NaN and Inf included; so
+    # must the plain mode and a scale of 1.
+    n = 37
+    w0, g0, m0, v0 = (randn((n,), seed=s) for s in (51, 52, 53, 54))
+    g0[:3] = [np.nan, np.inf, -np.inf]
+    v0 = np.abs(v0) + 0.1
+    calls = {
+        "sgd": lambda w, g, m, v, **k: ops.sgd_update(w, g, m, lr=0.1, momentum=0.9,
+                                                      weight_decay=0.01, zero_grad=True, **k),
+        "adam": lambda w, g, m, v, **k: ops.adam_update(w, g, m, v, lr=1e-3, step=3,
+                                                        weight_decay=0.1, zero_grad=True, **k),
+        "rmsprop": lambda w, g, m, v, **k: ops.rmsprop_update(w, g, v, m, w.copy(), lr=1e-3,
+                                                              momentum=0.5, centered=True,
+                                                              zero_grad=True, **k),
+        "adagrad": lambda w, g, m, v, **k: ops.adagrad_update(w, g, v, lr=1e-2, zero_grad=True,
+                                                              **k),
+        "nadam": lambda w, g, m, v, **k: ops.nadam_update(w, g, m, v, lr=1e-3, step=2,
+                                                          u_product=0.7, zero_grad=True, **k),
+        "adamax": lambda w, g, m, v, **k: ops.adamax_update(w, g, m, v, lr=1e-3, step=2,
+                                                            zero_grad=True, **k),
+        "adadelta": lambda w, g, m, v, **k: ops.adadelta_update(w, g, m, v, lr=1.0,
+                                                                zero_grad=True, **k),
+        "lion": lambda w, g, m, v, **k: ops.lion_update(w, g, m, lr=1e-3, zero_grad=True, **k),
+        "ftrl": lambda w, g, m, v, **k: ops.ftrl_update(w, g, v, m, lr=0.1, beta=0.3,
+                                                        zero_grad=True, **k),
+    }
+    ways = [
+        ({"grad_scale": np.array([0.5], np.float32)},
+         {"grad_scale": np.array([0.5, 0.5], np.float32),
+          "segments": np.array([[0, 20], [20, n]], np.int64)}),
+        ({}, {"grad_scale": np.array([1.0], np.float32)}),
+    ]
+    for name, call in calls.items():
+        for plain, other in ways:
+            results = []
+            for kwargs in (plain, other):
+                bufs = [a.copy() for a in (w0, g0, m0, v0)]
+                call(*bufs, **kwargs)
+                results.append(bufs)
+            for got, want in zip(*results):
+                np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
+                                              err_msg=name)

@@ -232,3 +232,34 @@ def test_bad_arguments_name_the_op():
         ops.global_avgpool2d_backward(x, np.zeros((1, 3)))
     with pytest.raises(ValueError, match="avgpool2d_forward: expected x with 4 dimensions"):
         ops.avgpool2d_forward(y, x[0], **kw)
+
+
+@pytest.mark.parametrize("shape,pool,strides,padding", [
+    ((2, 11, 11, 5), (2, 2), (2, 2), "valid"),   # the last row and column in no window
+    ((2, 7, 9, 3), (2, 2), (2, 2), "same"),      # padded top-left cells
+    ((1, 9, 8, 4), (2, 3), (3, 3), "valid"),     # gaps between windows
+    ((1, 8, 7, 3), (3, 2), (3, 4), "same"),
+])
+def test_cpu_disjoint_window_backward_matches_the_general_one(shape, pool, strides, padding):
+    # The CPU twin runs non-overlapping windows through a one-lookup-per-cell gather and
+    # compiles the general (overlapping) gather only for pool > stride: both must give the
+    # same bits, with a real argmax and with entries outside their windows.
+    from kernels_numba.cpu import pool2d as cpu_pool
+    from kernels_numba.cpu._parallel import pack, run
+
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal(shape).astype(np.float32)
+    ph, pw, sh, sw, ho, wo, pt, pl = cpu_pool.pool_plan(shape, pool, strides, padding)
+    y = np.empty((shape[0], ho, wo, shape[3]), np.float32)
+    arg = np.empty(y.shape, np.int32)
+    cpu_pool.maxpool2d_forward(y, arg, x, pool_size=pool, strides=strides, padding=padding)
+    bogus = arg.copy()
+    bogus.flat[::3] = rng.integers(-2, x[0].size + 2, bogus.flat[::3].size)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    for am in (arg, bogus):
+        fast, general = np.full_like(x, 7.0), np.full_like(x, 7.0)
+        cpu_pool.maxpool2d_backward(fast, dy, am, pool_size=pool, strides=strides,
+                                    padding=padding)
+        run(cpu_pool._maxpool_overlap_part, pack(general, dy, am, ph, pw, sh, sw, pt, pl),
+            x.size)
+        np.testing.assert_array_equal(fast.view(np.int32), general.view(np.int32))
