@@ -201,8 +201,9 @@ def span(a, p, parts, segmented):
 @numba.njit(inline="always")
 def view(a, k, offset, n):
     # n floats of the array packed at a[k] from element `offset` on (pointer arithmetic,
-    # not carray(...)[i0:i1]: a smaller compile)
-    return numba.carray(f32_pointer(a[k] + 4 * offset), n)
+    # not carray(...)[i0:i1]: a smaller compile; shape (n,) as f32_1d's, so numba's carray
+    # constructor is compiled for one shape type, not two)
+    return numba.carray(f32_pointer(a[k] + 4 * offset), (n,))
 
 
 @numba.njit(inline="always")
@@ -216,7 +217,7 @@ def grad_mode(a, v):
 @numba.njit(inline="always")
 def segment_grad(g, i, a):
     """grad_at in mode SCALE_SEGMENTS, its scales and segments from the head."""
-    return _grad_at(g, i, SCALE_SEGMENTS, _ZERO, numba.carray(f32_pointer(a[6]), a[7]),
+    return _grad_at(g, i, SCALE_SEGMENTS, _ZERO, numba.carray(f32_pointer(a[6]), (a[7],)),
                     numba.carray(i64_pointer(a[8]), (a[9] // 2, 2)))
 
 
