@@ -16,7 +16,6 @@ def _pack(items, as_list):
     return list(items) if as_list else items[0]
 
 
-
 class Step:
     """Views of every buffer for one concrete batch size n, and the launch lists."""
 
@@ -128,10 +127,24 @@ class Step:
 
 
 def _bound(call):
-    """The call's layer, with this call's concrete shapes bound in a dynamic graph."""
-    if call.shapes is not None:
-        call.layer.input_shape, call.layer.output_shape = call.shapes
-    return call.layer
+    """The call's layer, or (a graph binding concrete shapes) a view of it whose
+    scratch_shapes sees this call's shapes and then gives the layer its own back: a plan
+    made and never run (summary's dry run) leaves no call's shapes on the layer."""
+    return call.layer if call.shapes is None else _BoundLayer(call)
+
+
+class _BoundLayer:
+    def __init__(self, call):
+        self.call = call
+
+    def scratch_shapes(self, batch_size):
+        layer = self.call.layer
+        own = layer.input_shape, layer.output_shape
+        layer.input_shape, layer.output_shape = self.call.shapes
+        try:
+            return layer.scratch_shapes(batch_size)
+        finally:
+            layer.input_shape, layer.output_shape = own
 
 
 class _Unbind:

@@ -5,6 +5,8 @@ order (by depth from the outputs, ties by first visit: keras/src/ops/function.py
 computes the same order, which is what legacy .h5 files are matched by).
 `flatten(model)` inlines nested models into one list of layer calls on integer
 tensor ids: the form the memory plan and the executor work on.
+`infer_output_shapes(graph, shapes)` re-runs a graph's shape inference for more specific
+input shapes (a model built for None sizes, called on known ones: Keras does the same).
 """
 
 from kerasish.graph.nodes import flatten as flatten_structure
@@ -78,6 +80,33 @@ def map_graph(inputs, outputs, model_name, unused_inputs="error"):
     return nodes, layers
 
 
+def infer_output_shapes(graph, input_shapes):
+    """The output shapes of `graph` (a model or a Trace: inputs, _nodes, outputs) for
+    `input_shapes`, every node's compute_output_shape in run order, nested models and
+    traced calls through their own graphs (the walk FlatGraph._inline makes)."""
+    shapes = {id(t): tuple(s) for t, s in zip(graph.inputs, input_shapes)}
+    for node in graph._nodes:
+        ins = [shapes.get(id(t), tuple(t.shape)) for t in node.input_tensors]
+        inner = _nested_graph(node)
+        if inner is not None:
+            outs = infer_output_shapes(inner, ins)
+        else:
+            as_list = isinstance(node.input_structure, (list, tuple))
+            out = node.layer.compute_output_shape(ins if as_list else (ins[0] if ins else ()))
+            outs = [tuple(o) for o in out] if node.multi_output else [tuple(out)]
+        for t, shape in zip(node.output_tensors, outs):
+            shapes[id(t)] = shape
+    return [shapes.get(id(t), tuple(t.shape)) for t in graph.outputs]
+
+
+def _nested_graph(node):
+    """The graph a node runs when inlined: a traced call()'s Trace or a nested model."""
+    inner = getattr(node, "trace", None)  # a traced call() (graph/tracing.py)
+    if inner is None and getattr(node.layer, "_is_graph_model", False):
+        inner = node.layer
+    return inner
+
+
 def id_set_contains(input_ids, node):
     """A node whose output is a model input is where the walk stops (sub-graphs)."""
     return any(id(t) in input_ids for t in node.output_tensors)
@@ -110,12 +139,20 @@ class FlatGraph:
         self.added_ids = []  # scalars from add_loss, added to the training loss
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
-        self.dynamic = input_shapes is not None
-        # a None size inside (a nested model built for None sizes, called on known ones)
-        self.has_none = any(s and s[0] is None and None in s[1:] for s in self.shapes)
+        if input_shapes is None and self._has_none() and \
+                not any(None in tuple(t.shape[1:]) for t in model.inputs):
+            # known input sizes, a None size inside (a model built for None sizes, called
+            # on known ones): the inner calls' sizes follow from the model's own inputs
+            input_shapes = [tuple(t.shape[1:]) for t in model.inputs]
+        self.dynamic = input_shapes is not None  # calls bind their concrete shapes
         self.symbolic = []  # (layer, input shape, output shape) before binding: _concrete
         if self.dynamic:
             self._concrete(input_shapes)
+        # a None size left: known only from the data (the model plans per signature)
+        self.has_none = self._has_none()
+
+    def _has_none(self):
+        return any(s and s[0] is None and None in s[1:] for s in self.shapes)
 
     def _concrete(self, input_shapes):
         """Sizes known only from the data (None in keras.Input): every call's shapes
@@ -159,9 +196,7 @@ class FlatGraph:
         ids = {id(t): k for t, k in zip(model.inputs, input_ids)}
         for node in model._nodes:
             ins = [ids[id(t)] for t in node.input_tensors]
-            inner = getattr(node, "trace", None)  # a traced call() (graph/tracing.py)
-            if inner is None and getattr(node.layer, "_is_graph_model", False):
-                inner = node.layer
+            inner = _nested_graph(node)
             if inner is not None:
                 outs = self._inline(inner, ins)
             else:

@@ -45,29 +45,28 @@ def _broadcast_dims(a, b):
         return None
     out = []
     for i, j in zip(a, b):
-        if i == j or j == 1:
+        if i is None or j is None:  # Keras: unknown stays unknown (checked at run time)
+            out.append(None)
+        elif i == j or j == 1:
             out.append(i)
         elif i == 1:
             out.append(j)
-        elif i is None or j is None:
-            out.append(j if i is None else i)
         else:
             return None
     return tuple(out)
 
 
 def _same_dims(a, b):
-    """Per-sample dims that agree where both are known (None matches anything and takes
-    the other's size, except a 1: a None size may broadcast against it at run time, so
-    the result stays None, as in Keras)."""
+    """Per-sample dims that agree where both are known; None matches anything and the
+    result is None there, as Keras's _compute_elemwise_op_output_shape gives (the size
+    is checked when the plan binds the concrete shapes)."""
     if len(a) != len(b):
         return None
     out = []
     for i, j in zip(a, b):
         if i is not None and j is not None and i != j:
             return None
-        known = i if i is not None else j
-        out.append(None if known == 1 and None in (i, j) else known)
+        out.append(None if None in (i, j) else i)
     return tuple(out)
 
 

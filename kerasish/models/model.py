@@ -178,7 +178,15 @@ class Model(Trainer, Layer):
         return [tensors[n] for n in self.input_names]
 
     def compute_output_shape(self, input_shape):
+        """The outputs' shapes; for input shapes more specific than the model's (known
+        sizes where it has None: a base built for (None, None, 3) called on a 40x40
+        Input), the layers' shape inference re-run on them, as in Keras."""
         shapes = [tuple(t.shape) for t in self.outputs]
+        given = input_shape if isinstance(input_shape, list) else [input_shape]
+        own = [tuple(t.shape) for t in self.inputs]
+        if own and len(given) == len(own) and \
+                any(tuple(g)[1:] != s[1:] for g, s in zip(given, own)):
+            shapes = topology.infer_output_shapes(self, [tuple(g) for g in given])
         return shapes if len(shapes) > 1 or isinstance(self._outputs_struct, (list, dict)) \
             else shapes[0]
 

@@ -124,7 +124,7 @@ class Sequential(Model):
         elif not structure.shapes_fit(input_shape, self.inputs[0].shape):
             raise ValueError(f"Input of model '{self.name}' is incompatible: expected shape "
                              f"{self.inputs[0].shape}, received shape {tuple(input_shape)}")
-        return self.outputs[0].shape
+        return self.compute_output_shape(tuple(input_shape))  # concrete for known sizes
 
     # -- config -------------------------------------------------------------------------
 

@@ -169,8 +169,14 @@ def test_nan_propagates(device):
 def test_output_shapes_and_batch():
     assert layers.Add().compute_output_shape([(None, 3), (None, 3)]) == (None, 3)
     assert layers.Add().compute_output_shape([(4, 3), (None, 3)]) == (4, 3)
+    # None against a known size stays None, as Keras 3's _compute_elemwise_op_output_shape
+    # (keras/src/layers/merging/base_merge.py) gives; the size is checked once it is bound
     assert layers.Multiply().compute_output_shape([(None, None, 3), (None, 5, 3)]) == \
-        (None, 5, 3)
+        (None, None, 3)
+    assert layers.Add().compute_output_shape([(None, 5, 3), (None, None, 3)]) == \
+        (None, None, 3)
+    assert layers.Maximum().compute_output_shape([(None, None, 3), (None, 1, 3)]) == \
+        (None, None, 3)
     assert layers.Concatenate(axis=1).compute_output_shape(
         [(None, 2, 3), (None, 4, 3)]) == (None, 6, 3)
     assert layers.Concatenate().compute_output_shape([(None, 2, None), (None, 2, 3)]) == \
@@ -229,6 +235,18 @@ def test_configs_cross_with_keras(kind, kwargs):
     assert back.get_config() == ours.get_config()
     again = getattr(real.layers, kind).from_config(ours.get_config())
     assert again.name == f"m_{kind}" and getattr(again, "axis", None) == kwargs.get("axis")
+
+
+def test_none_size_output_shapes_equal_keras():
+    """A None size merged with a known one (or a 1) is None in Keras 3's output shape."""
+    real = _real_keras()
+    pairs = [((None, 4), (5, 4)), ((5, 4), (None, 4)), ((None, 4), (1, 4)),
+             ((None, None, 3), (1, 1, 3)), ((None, 5, 3), (6, None, 3))]
+    for kind in ("Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"):
+        for a, b in pairs:
+            theirs = getattr(real.layers, kind)()([real.Input(a), real.Input(b)]).shape
+            ours = getattr(layers, kind)()([layers.Input(a), layers.Input(b)]).shape
+            assert tuple(ours) == tuple(theirs), (kind, a, b)
 
 
 def _real_keras():
