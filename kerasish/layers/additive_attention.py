@@ -80,7 +80,10 @@ class Attention(_AttentionDropout, Layer):
     != 0 (Keras's booleans are 0/1). Masks from Embedding(mask_zero=True) inputs flow
     as Keras's: the query's mask zeroes rows and is the output's mask; the value's is
     used when value is the query tensor (self-attention), and refused by name
-    otherwise (the flat graph hands a layer its first input's mask only).
+    otherwise (the flat graph hands a layer its first input's mask only); explicit
+    masks win over them, as Keras's, but the query's still flows on. Known difference:
+    with return_attention_scores, a fully masked row gets the kernel's zeros (weights
+    and output row) where Keras's -1e9 gives uniform weights and mean(value).
     Refused by name: score_mode="concat"."""
 
     supports_masking = True  # the query's implicit mask arrives as forward(mask=)

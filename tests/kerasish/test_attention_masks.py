@@ -143,6 +143,22 @@ def test_embedding_masks_flow_as_keras():
         _close(ours.predict(ids, verbose=0), _np(theirs(ids)))
 
 
+def test_embedding_query_mask_with_an_unmasked_value_equals_keras():
+    """Only the query carries a mask: Keras zeroes its rows (no value mask) and the
+    mask reaches the LSTM."""
+    ids = np.array([[1, 2, 0, 3], [0, 4, 5, 0]], np.float32)
+    v = np.random.default_rng(3).normal(size=(2, 5, 4)).astype(np.float32)
+    models = []
+    for lib, cls in ((real, real.layers.Attention), (kerasish, Attention)):
+        ids_in, v_in = lib.Input((4,)), lib.Input((5, 4))
+        e = lib.layers.Embedding(9, 4, mask_zero=True, name="emb")(ids_in)
+        h = cls(use_scale=True, name="att")([e, v_in])
+        models.append(lib.Model([ids_in, v_in], lib.layers.LSTM(3, name="lstm")(h)))
+    _randomize(models[0], 9)
+    models[1].set_weights(models[0].get_weights())
+    _close(models[1].predict([ids, v], verbose=0), _np(models[0]([ids, v])))
+
+
 def test_embedding_mask_on_another_value_is_refused():
     ids_q, ids_v = kerasish.Input((3,)), kerasish.Input((4,))
     eq, ev = (kerasish.layers.Embedding(5, 2, mask_zero=True)(t) for t in (ids_q, ids_v))
