@@ -134,9 +134,9 @@ class Model(Trainer, Layer):
 
     @property
     def _dynamic(self):
-        """Some size is known only from the data: None in keras.Input, or inside the graph
-        (a nested model built for None sizes, called on known ones): plans then bind the
-        concrete shapes per signature."""
+        """Some size is known only from the data: None in keras.Input, or a None size the
+        model's own input sizes do not fix (FlatGraph binds a nested None-size model's
+        sizes from them): plans then bind the concrete shapes per signature."""
         if any(None in tuple(t.shape[1:]) for t in self.inputs):
             return True
         return bool(self.inputs) and self._flat_graph().has_none

@@ -97,6 +97,31 @@ def test_one_base_on_two_known_sizes(rng):
                                rtol=1e-5, atol=1e-5)
 
 
+class _Gates(L.Layer):
+    """A call() of keras.ops (traced): its shapes are inferred through its trace."""
+
+    def call(self, x):
+        return keras.ops.concatenate([keras.ops.sigmoid(x), keras.ops.relu(x)], axis=-1)
+
+
+def test_traced_layer_inside_the_base(rng):
+    x = keras.Input((None, None, 3))
+    base = keras.Model(x, _Gates()(L.Conv2D(2, 3)(x)), name="base")
+    inputs = keras.Input((7, 6, 3))
+    features = base(inputs)
+    assert base.output_shape == (None, None, None, 4) and features.shape == (None, 5, 4, 4)
+    model = keras.Model(inputs, L.Dense(1)(L.Flatten()(features)))
+    assert not model._dynamic
+    xs = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    w, b = model.layers[-1].get_weights()
+    np.testing.assert_allclose(model.predict(xs, verbose=0),
+                               base.predict(xs, verbose=0).reshape(2, -1) @ w + b,
+                               rtol=1e-5, atol=1e-6)
+    model.compile("sgd", "mse")
+    assert np.isfinite(model.fit(xs, np.zeros((2, 1), np.float32), verbose=0)
+                       .history["loss"][0])
+
+
 def test_nested_predict_on_device(on_device, rng):
     """The bound inner sizes on the CUDA kernels (simulator) and the CPU twins."""
     base = keras.Sequential([keras.Input((None, None, 3)), L.Conv2D(2, 3, strides=2)])
@@ -143,6 +168,21 @@ def test_shapes_equal_keras():
     assert len(got) == len(want) == 4
     assert [got[0], *got[2:]] == [want[0], *want[2:]] == ["(None, 40, 40, 3)", "(None, 800)",
                                                           "(None, 1)"]
+
+
+def test_xception_base_on_a_known_size_equals_keras():
+    """The applications' default (None, None, 3) input, then Flatten: Keras's shapes."""
+    real = _real()
+    shapes, params = [], []
+    for M in (real, keras):
+        base = M.applications.Xception(weights=None, include_top=False)
+        inputs = M.Input((75, 83, 3))
+        features = base(inputs)
+        model = M.Model(inputs, M.layers.Dense(1)(M.layers.Flatten()(features)))
+        shapes.append(tuple(features.shape))
+        params.append(model.count_params())
+    assert shapes[1] == shapes[0] == (None, 3, 3, 2048) and params[1] == params[0]
+    assert not model._dynamic
 
 
 @pytest.mark.xfail(strict=True, reason="kerasish/utils/summary.py prints layer.output_shape; "
