@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import types
+from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 
 PART_SIG = types.void(types.CPointer(types.int64), types.int64, types.int64)
@@ -134,6 +135,17 @@ def pack(*items):
     return np.array(out, np.int64)
 
 
+ERROR_MODEL = "numpy"
+
+
+class _PartCache(FunctionCache):
+    """numba's disk cache for a part, the error model in its key: numba keys a cfunc by
+    its bytecode and signature only, so parts cached under another model would load."""
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, codegen) + (("error_model", ERROR_MODEL),)
+
+
 class lazy_part:
     """A part function, compiled into a cached cfunc the first time it runs.
 
@@ -148,9 +160,13 @@ class lazy_part:
         from numba.core import event, sigutils
         from numba.core.ccallback import CFunc
 
+        # error_model "numpy": IEEE division (x/0 is inf or NaN, as on the GPU). Numba's
+        # default ("python") tests every divisor to raise ZeroDivisionError, which a cfunc
+        # can only print (the part's output left half-written), and the test keeps loops
+        # with a division from vectorizing (Adam on 102400 floats: 0.38 -> 0.05 ms).
         cf = CFunc(self.py_func, sigutils.normalize_signature(PART_SIG), locals={},
-                   options={"nopython": True})
-        cf.enable_caching()
+                   options={"nopython": True, "error_model": ERROR_MODEL})
+        cf._cache = _PartCache(self.py_func)  # cf.enable_caching(), its key with the model
         uncached = cf._compile_uncached
 
         def compile_uncached():

@@ -382,3 +382,15 @@ def test_cpu_plain_and_segmented_parts_agree():
             for got, want in zip(*results):
                 np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
                                               err_msg=name)
+
+
+def test_cpu_division_by_zero_is_ieee():
+    # Adam with epsilon=0 on a zero gradient and zero slots: 0 / (sqrt(0) + 0) is NaN (as
+    # Keras's torch backend and the CUDA kernel give), not a ZeroDivisionError that a CPU
+    # part could only print, leaving w unchanged.
+    w = np.ones(5, np.float32)
+    g, m, v = (np.zeros(5, np.float32) for _ in range(3))
+    g[4] = 1.0
+    ops.adam_update(w, g, m, v, lr=1e-3, step=1, epsilon=0.0)
+    assert np.isnan(w[:4]).all(), w
+    assert np.isfinite(w[4]), w
