@@ -32,8 +32,9 @@ import math
 
 import numpy as np
 
-from kerasish.layers.additive_attention import Attention, _AttentionDropout  # noqa: F401
+from kerasish.layers.attention_dropout import _AttentionDropout
 from kerasish.layers.core import _init_config
+from kerasish.layers.dot_attention import Attention  # noqa: F401 (re-exported)
 from kerasish.layers.layer import Layer
 from kernels_numba import device_of, ops
 from kernels_numba.ops import attention as attention_ops

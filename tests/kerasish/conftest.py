@@ -28,7 +28,7 @@ _SIMULATOR_HEAVY = {
     "test_activations_keras.py", "test_losses_keras.py", "test_metrics_keras.py",
     "test_gradient_clipping.py", "test_optimizers_keras.py", "test_weight_decay.py",
     "test_new_layers.py", "test_frozen_layers.py", "test_nan_propagation.py",
-    "test_merge_layers.py", "test_distribute.py",
+    "test_merge_layers.py", "test_distribute.py", "test_attention_masks_cuda.py",
 }
 
 

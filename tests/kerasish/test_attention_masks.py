@@ -14,7 +14,7 @@ pytest.importorskip("torch", reason="interop tests need torch")
 real = pytest.importorskip("keras", reason="interop tests need Keras 3")
 
 import kerasish  # noqa: E402
-from kerasish.layers.additive_attention import Attention  # noqa: E402
+from kerasish.layers.dot_attention import Attention  # noqa: E402
 from tests.kerasish.test_attention_layers import _fd_check_first_kernel, _plan_gradients  # noqa: E402,E501
 
 TOL = 1e-5

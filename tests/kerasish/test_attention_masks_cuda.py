@@ -6,7 +6,7 @@ import pytest
 
 import kerasish as keras
 from kerasish import config
-from kerasish.layers.additive_attention import Attention
+from kerasish.layers.dot_attention import Attention
 
 pytestmark = pytest.mark.cudasim
 
