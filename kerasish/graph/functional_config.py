@@ -21,12 +21,15 @@ class _NotReady(Exception):
     """A node's input does not exist yet (a layer shared at different depths)."""
 
 
-def _node_indices(model):
-    """node -> its index in the config (the model's nodes only, per layer)."""
+def _node_indices(model, io=False):
+    """node -> its index in the config (the model's nodes only, per layer). Keras 3.15
+    counts a nested Functional's calls from 0 in inbound nodes but from 1 in
+    input_layers/output_layers (its get_config keeps a slot for the built-in node
+    older Keras 3 made; its loader subtracts it again): `io` gives the latter."""
     members = set(model._nodes) | {t.node for t in model.inputs}
     index = {}
     for layer in model.layers:
-        offset = 1 if _is_functional(layer) else 0
+        offset = 1 if io and _is_functional(layer) else 0
         kept = [n for n in layer._inbound_nodes if n in members]
         for k, node in enumerate(kept):
             index[node] = k + offset
@@ -71,7 +74,7 @@ def get_config(model):
     from kerasish import layers as klayers
     from kerasish.saving import serialization
 
-    index = _node_indices(model)
+    index, io = _node_indices(model), _node_indices(model, io=True)
     by_layer = {}
     for node in model._nodes:
         by_layer.setdefault(node.layer, []).append(node)
@@ -84,8 +87,8 @@ def get_config(model):
         entry["inbound_nodes"] = [_node_config(layer, n, index) for n in nodes]
         entries.append(entry)
     return {"name": model.name, "trainable": model.trainable, "layers": entries,
-            "input_layers": _struct(model._inputs_struct, lambda t: _history(t, index)),
-            "output_layers": _struct(model._outputs_struct, lambda t: _history(t, index))}
+            "input_layers": _struct(model._inputs_struct, lambda t: _history(t, io)),
+            "output_layers": _struct(model._outputs_struct, lambda t: _history(t, io))}
 
 
 def _is_ref(value):
@@ -93,12 +96,18 @@ def _is_ref(value):
         and all(isinstance(v, int) for v in value[1:3])
 
 
-def _lookup(created, ref, where):
+def _lookup(created, ref, where, inbound=False):
+    """The tensor a [layer, node, tensor] reference names. A kerasish Functional's node 0
+    is its built-in node (models/functional.py), so a Keras 3 inbound reference to a
+    nested Functional's call k is its node k + 1 (tf.keras 2 and input/output lists
+    count the built-in node already)."""
     name, node_index, tensor_index = ref[0], ref[1], ref[2]
     layer = created.get(name)
     if layer is None:
         raise ValueError(f"Invalid Functional config in {where}: a node refers to layer "
                          f"'{name}', which is not in the config")
+    if inbound and _is_functional(layer):
+        node_index += 1
     nodes = layer._inbound_nodes
     if not 0 <= node_index < len(nodes) or not nodes[node_index].output_tensors:
         if node_index > 64 * max(1, len(nodes)):
@@ -120,7 +129,7 @@ def _revive(value, created, where):
         if not _is_ref(history):
             raise ValueError(f"Invalid Functional config in {where}: bad keras_history "
                              f"{history!r:.100}")
-        return _lookup(created, history, where)
+        return _lookup(created, history, where, inbound=True)
     if isinstance(value, list):
         return [_revive(v, created, where) for v in value]
     if isinstance(value, dict):

@@ -14,8 +14,9 @@ from kerasish.models.model import Model
 
 
 class _BuiltinNode:
-    """Keras 3 gives a functional model node 0 at construction (inputs -> outputs), so
-    its calls in other graphs are nodes 1, 2, ...; configs count them that way."""
+    """A functional model's node 0 (inputs -> outputs), as tf.keras 2 and early Keras 3
+    made one: its calls in other graphs are nodes 1, 2, ... here. Configs count them as
+    the file's Keras does (graph/functional_config.py)."""
 
     is_input = False
 

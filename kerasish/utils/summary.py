@@ -56,8 +56,13 @@ def summary_text(model, line_length=None):
     bottom = "└" + "┴".join("─" * w for w in widths) + "┘"
     head = _row(["Layer (type)", "Output Shape", "Param #"], widths, "llr")
     lines = [f'Model: "{model.name}"', top, *[h.replace("│", "┃") for h in head], head_sep]
+    last = {n.layer: n for n in getattr(model, "_nodes", ())}  # Keras: the last call's shape
     for i, layer in enumerate(model.layers):
-        shape = _shape(layer.output_shape) if model.built and layer.output_shape else "?"
+        node = last.get(layer)
+        if model.built and node is not None and len(node.output_tensors) == 1:
+            shape = _shape(node.output_tensors[0].shape)
+        else:
+            shape = _shape(layer.output_shape) if model.built and layer.output_shape else "?"
         params = f"{layer.count_params():,}" if layer.built else "0 (unbuilt)"
         if i:
             lines.append(mid)

@@ -185,9 +185,6 @@ def test_xception_base_on_a_known_size_equals_keras():
     assert not model._dynamic
 
 
-@pytest.mark.xfail(strict=True, reason="kerasish/utils/summary.py prints layer.output_shape; "
-                   "Keras prints the last inbound node's output shapes (a nested model's "
-                   "concrete call): the lead integrates that change")
 def test_summary_shows_the_nested_calls_concrete_shape_as_keras():
     real = _real()
     theirs, _ = _transfer(real, _base(real))
@@ -231,9 +228,5 @@ def test_saved_files_cross_with_keras(tmp_path, rng):
     _files_cross(_real(), _sequential_base, tmp_path, rng)
 
 
-@pytest.mark.xfail(strict=True, reason="Keras 3.15.1 gives a new Functional no inbound node "
-                   "(its first call is node 0); kerasish counts a node 0 at construction "
-                   "(models/functional.py _BuiltinNode) and graph/functional_config.py "
-                   "_node_indices writes offset 1: both go together (the lead integrates)")
 def test_saved_files_with_a_nested_functional_cross_with_keras(tmp_path, rng):
     _files_cross(_real(), _base, tmp_path, rng)
