@@ -192,13 +192,6 @@ def _global_avgpool_rows(y, x, acc, r0, r1):
             y[b, ch] = acc[ch] / hw
 
 
-@numba.njit
-def _global_avgpool_forward(y, x, r0, r1):
-    """Samples r0..r1 serially with a scratch of its own (a reference for tests; the part
-    runs _global_avgpool_rows on its block with a row of the launcher's scratch)."""
-    _global_avgpool_rows(y, x, np.empty(x.shape[2]), r0, r1)
-
-
 @numba.njit(inline="always")
 def _global_avgpool_backward(dx, dy, r0, r1):
     n, hw, c = dx.shape
