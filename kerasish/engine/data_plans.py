@@ -112,7 +112,11 @@ class DataPlans:
         ws = None if ys is None else structure.sample_weights(
             ys, self._output_losses, sample_weight, class_weight, self.output_names, what)
         targets = None if ys is None else _columns(ys if ws is None else ys + ws)
-        loader = DataLoader(_columns(xs), targets, batch_size=batch_size, shuffle=shuffle)
+        # On the CPU both cores already compute: a prefetch thread only competes with
+        # them (MLP step 0.97 -> 0.92 ms without it); CUDA overlaps the gather.
+        prefetch = 0 if (self.device or "cpu") == "cpu" else 2
+        loader = DataLoader(_columns(xs), targets, batch_size=batch_size, shuffle=shuffle,
+                            prefetch=prefetch)
         loader.validated = True  # checked once here, not per batch
         loader.weighted_outputs = 0 if ws is None else len(ys)
         return loader, batch_size
