@@ -42,19 +42,27 @@ def is_batched(shape):
 
 
 def broadcast_shapes(name, *shapes):
-    """NumPy broadcasting with a None batch dimension; errors name the op and shapes."""
+    """NumPy broadcasting with a None batch dimension; errors name the op and shapes.
+    A None past the batch axis is a size known only from the data (keras.Input((None,
+    None, 3))): it stays None here, and the call traced again with the data's sizes
+    checks it."""
     nd = max(len(s) for s in shapes)
     out = []
     for d in range(nd):
         dims = [s[d - (nd - len(s))] for s in shapes if d - (nd - len(s)) >= 0]
         fixed = {v for v in dims if v is not None and v != 1}
+        unknown_size = d > 0 and None in dims and all(
+            not (is_batched(s) and d == nd - len(s)) for s in shapes)
+        if unknown_size and len(fixed) <= 1:
+            out.append(None)
+            continue
         if len(fixed) > 1 or (fixed and None in dims):
             listed = " and ".join(str(tuple(s)) for s in shapes)
             why = " (None is the batch axis: it broadcasts only against None or 1)" \
                 if None in dims else ""
             raise ValueError(f"ops.{name}: incompatible shapes for broadcasting: {listed}{why}")
         out.append(None if None in dims else (fixed.pop() if fixed else 1))
-    if None in out[1:]:
+    if any(is_batched(s) and len(s) < nd for s in shapes):
         raise ValueError(f"ops.{name}: the batch axis (None) of {shapes} would not be the "
                          f"first axis of the result; expected batched inputs of the "
                          f"highest rank")

@@ -290,3 +290,33 @@ def test_saved_files_cross_with_keras(tmp_path, rng):
                              real.layers.GlobalAveragePooling2D(), real.layers.Dense(2)])
     again.load_weights(tmp_path / "ours.weights.h5")
     np.testing.assert_allclose(np.asarray(again.predict(x, verbose=0)), want, atol=1e-5)
+
+
+def test_traced_binary_ops_on_none_sizes(rng):
+    """keras.ops arithmetic in a call() layer on (None, None, C): the symbolic trace keeps
+    the unknown sizes, each batch's sizes are traced and checked."""
+    from kerasish import ops
+
+    class Mix(keras.layers.Layer):
+        def call(self, x):
+            return x * 2.0 + x - ops.mean(x, axis=-1, keepdims=True)
+
+    inp = keras.Input((None, None, 3))
+    mixed = Mix()(inp)
+    assert tuple(mixed.shape) == (None, None, None, 3)
+    model = keras.Model(inp, keras.layers.GlobalAveragePooling2D()(mixed))
+    for shape in [(2, 5, 7, 3), (1, 4, 4, 3)]:
+        x = rng.random(shape, dtype=np.float32)
+        want = (3.0 * x - x.mean(-1, keepdims=True)).mean(axis=(1, 2))
+        np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+def test_broadcasting_still_names_a_misplaced_batch_axis():
+    from kerasish.ops.dispatch import broadcast_shapes
+
+    assert broadcast_shapes("add", (None, None, 4, 3), (None, 1, 1, 3)) == (None, None, 4, 3)
+    assert broadcast_shapes("add", (None, None, 3), (3,)) == (None, None, 3)
+    with pytest.raises(ValueError, match=r"ops.add: the batch axis \(None\)"):
+        broadcast_shapes("add", (None, 3), (2, None, 3))
+    with pytest.raises(ValueError, match="incompatible shapes for broadcasting"):
+        broadcast_shapes("add", (None, None, 3), (None, None, 4))
