@@ -13,12 +13,13 @@ Keras's weights, after dropout). Masks are float tensors, kept where > 0.5.
 import numpy as np
 
 from kerasish.layers.attention_dropout import _AttentionDropout
+from kerasish.layers.attention_inputs import ListInputAttention
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
 from kernels_numba.ops import additive_attention as additive_ops
 
 
-class AdditiveAttention(_AttentionDropout, Layer):
+class AdditiveAttention(ListInputAttention, _AttentionDropout, Layer):
     """Additive attention: softmax(sum(scale * tanh(query + key), -1)) @ value."""
 
     def __init__(self, use_scale=True, dropout=0.0, seed=None, **kwargs):
@@ -32,50 +33,14 @@ class AdditiveAttention(_AttentionDropout, Layer):
         who = f"AdditiveAttention '{self.name}'"
         if self.__dict__.get("_flat_call"):  # an eager call's inner call on its node list
             return super().__call__(list(inputs), training=training, **kwargs)
-        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
-            got = f"a list of {len(inputs)}" if isinstance(inputs, (list, tuple)) else \
-                type(inputs).__name__
-            raise ValueError(f"{who}: expected a list [query, value] or [query, value, key]; "
-                             f"received {got}")
-        if mask is not None and (not isinstance(mask, (list, tuple)) or len(mask) != 2):
-            raise ValueError(f"{who}: expected mask=[query_mask, value_mask] (either may be "
-                             f"None); received {mask!r}")
-        qm, vm = mask if mask is not None else (None, None)
+        qm, vm = self._check_list(who, inputs, mask, (2,))
         options = (len(inputs) == 3, qm is not None, vm is not None, bool(use_causal_mask),
                    bool(return_attention_scores))
-        if self._options is not None and options != self._options:
-            raise ValueError(f"{who}: every call must pass the same kind of arguments (key, "
-                             f"query_mask, value_mask, use_causal_mask, "
-                             f"return_attention_scores); first call {self._options}, this "
-                             f"call {options}")
-        self._options = options
-        tensors = list(inputs) + [m for m in (qm, vm) if m is not None]
-        self._flat_call = True
-        try:
-            return super().__call__(tensors, training=training, **kwargs)
-        finally:
-            self._flat_call = False
+        return self._call_flat(who, options, "key, query_mask, value_mask, use_causal_mask, "
+                               "return_attention_scores", inputs, qm, vm, training, kwargs)
 
-    def node_arguments(self, inputs):
-        """Keras 3's inbound-node form: ([[query, value(, key)]], {"mask": [qm, vm], ...})."""
-        has_key, has_qm, has_vm, causal, scores = self._options
-        n = 3 if has_key else 2
-        kwargs = {}
-        if has_qm or has_vm:
-            kwargs["mask"] = [inputs[n] if has_qm else None, inputs[-1] if has_vm else None]
-        if causal:
-            kwargs["use_causal_mask"] = True
-        if scores:
-            kwargs["return_attention_scores"] = True
-        return [list(inputs[:n])], kwargs
-
-    def get_build_config(self):
-        """Keras's build_config: the [query, value(, key)] shapes (masks are call
-        arguments, not build shapes)."""
-        if not self.built:
-            return None
-        n = 3 if self._options[0] else 2
-        return {"input_shape": [list(s) for s in self.input_shape[:n]]}
+    def _flags(self):
+        return self._options
 
     def _split(self, x):
         has_key, has_qm, has_vm = self._options[:3]
@@ -85,18 +50,8 @@ class AdditiveAttention(_AttentionDropout, Layer):
         return q, k, v, (x[n] if has_qm else None), (x[-1] if has_vm else None)
 
     def _shapes(self, input_shape):
-        q, k, v, qm, vm = self._split([tuple(s) for s in input_shape])
-        who = f"AdditiveAttention '{self.name}'"
-        if len(q) != 3 or len(v) != 3 or len(k) != 3 or None in q[1:] + v[1:] + k[1:] or \
-                q[2] != k[2] or k[1] != v[1]:
-            raise ValueError(f"{who}: expected query (batch, Tq, dim), value (batch, Tv, "
-                             f"dim_v), key (batch, Tv, dim), sizes known; received "
-                             f"{[q, v, k]}")
-        for arg, m, want in (("query_mask", qm, q[1]), ("value_mask", vm, v[1])):
-            if m is not None and tuple(m[1:]) != (want,):
-                raise ValueError(f"{who}: expected {arg} of shape (batch, {want}); received "
-                                 f"{m}")
-        return q, k, v
+        return self._check_shapes(f"AdditiveAttention '{self.name}'",
+                                  *self._split([tuple(s) for s in input_shape]))
 
     def build(self, input_shape):
         q, _, _ = self._shapes(input_shape)

@@ -4,6 +4,7 @@ use_scale, returned scores, Embedding masks; see the class docstring)."""
 import numpy as np
 
 from kerasish.layers.attention_dropout import _AttentionDropout
+from kerasish.layers.attention_inputs import ListInputAttention
 from kerasish.layers.layer import Layer
 from kernels_numba import device_of, ops
 from kernels_numba.ops import attention as attention_ops
@@ -23,7 +24,7 @@ def _carries_mask(tensor):
     return False
 
 
-class Attention(_AttentionDropout, Layer):
+class Attention(ListInputAttention, _AttentionDropout, Layer):
     """Dot-product (Luong) attention, as keras.layers.Attention: call([query, value]) or
     [query, value, key] (mask=[query_mask, value_mask], return_attention_scores,
     use_causal_mask, training) becomes a node on [query, value(, key)(, query_mask)
@@ -74,15 +75,7 @@ class Attention(_AttentionDropout, Layer):
         who = f"Attention '{self.name}'"
         if self.__dict__.get("_flat_call"):  # an eager call's inner call on its node list
             return super().__call__(list(inputs), training=training, **kwargs)
-        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
-            got = f"a list of {len(inputs)}" if isinstance(inputs, (list, tuple)) else \
-                type(inputs).__name__
-            raise ValueError(f"{who}: expected a list [query, value] or [query, value, key]; "
-                             f"received {got}")
-        if mask is not None and (not isinstance(mask, (list, tuple)) or len(mask) not in (2, 3)):
-            raise ValueError(f"{who}: expected mask=[query_mask, value_mask] (either may be "
-                             f"None); received {mask!r}")
-        qm, vm = mask[:2] if mask is not None else (None, None)
+        qm, vm = self._check_list(who, inputs, mask, (2, 3))
         shared = False
         if mask is None and _carries_mask(inputs[1]):
             if inputs[1] is not inputs[0]:
@@ -92,39 +85,13 @@ class Attention(_AttentionDropout, Layer):
             shared = True
         options = (len(inputs) == 3, mask is not None, qm is not None, vm is not None,
                    bool(use_causal_mask), bool(return_attention_scores), shared)
-        if self._options is not None and options != self._options:
-            raise ValueError(f"{who}: every call must pass the same kind of arguments (key, "
-                             f"mask, query_mask, value_mask, use_causal_mask, "
-                             f"return_attention_scores, implicit value mask); first call "
-                             f"{self._options}, this call {options}")
-        self._options = options
-        tensors = list(inputs) + [m for m in (qm, vm) if m is not None]
-        self._flat_call = True
-        try:
-            return super().__call__(tensors, training=training, **kwargs)
-        finally:
-            self._flat_call = False
+        return self._call_flat(who, options, "key, mask, query_mask, value_mask, "
+                               "use_causal_mask, return_attention_scores, implicit value "
+                               "mask", inputs, qm, vm, training, kwargs)
 
-    def node_arguments(self, inputs):
-        """Keras 3's inbound-node form: ([[query, value(, key)]], {"mask": [qm, vm], ...})."""
+    def _flags(self):
         has_key, _, has_qm, has_vm, causal, scores, _ = self._options
-        n = 3 if has_key else 2
-        kwargs = {}
-        if has_qm or has_vm:
-            kwargs["mask"] = [inputs[n] if has_qm else None, inputs[-1] if has_vm else None]
-        if causal:
-            kwargs["use_causal_mask"] = True
-        if scores:
-            kwargs["return_attention_scores"] = True
-        return [list(inputs[:n])], kwargs
-
-    def get_build_config(self):
-        """Keras's build_config: the [query, value(, key)] shapes (masks are call
-        arguments, not build shapes)."""
-        if not self.built:
-            return None
-        n = 3 if self._options[0] else 2
-        return {"input_shape": [list(s) for s in self.input_shape[:n]]}
+        return has_key, has_qm, has_vm, causal, scores
 
     def _split(self, x, mask=None):
         has_key, explicit, has_qm, has_vm, _, _, shared = self._options
@@ -139,17 +106,7 @@ class Attention(_AttentionDropout, Layer):
         shapes = [tuple(s) for s in input_shape]
         if self._options is None:  # a direct build([q, v(, k)]), as Keras's
             self._options = (len(shapes) == 3, False, False, False, False, False, False)
-        q, k, v, qm, vm = self._split(shapes)
-        if len(q) != 3 or len(v) != 3 or len(k) != 3 or None in q[1:] + v[1:] + k[1:] or \
-                q[2] != k[2] or k[1] != v[1]:
-            raise ValueError(f"Attention '{self.name}': expected query (batch, Tq, dim), value "
-                             f"(batch, Tv, dim_v), key (batch, Tv, dim), sizes known; received "
-                             f"{[q, v, k]}")
-        for arg, m, want in (("query_mask", qm, q[1]), ("value_mask", vm, v[1])):
-            if m is not None and tuple(m[1:]) != (want,):
-                raise ValueError(f"Attention '{self.name}': expected {arg} of shape (batch, "
-                                 f"{want}); received {m}")
-        return q, k, v
+        return self._check_shapes(f"Attention '{self.name}'", *self._split(shapes))
 
     def build(self, input_shape):
         self._shapes(input_shape)
