@@ -24,9 +24,10 @@ import ctypes
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 PART_SIG = types.void(types.CPointer(types.int64), types.int64, types.int64)
 # Below this many elements of work, waking the thread pool costs more than it saves.
@@ -85,42 +86,57 @@ def f32_bits(value):
     return int(np.float32(value).view(np.int32))
 
 
-# Views of the arrays packed at a[k] (address) and a[k+1:] (shape), one per rank used.
-@numba.njit(inline="always")
-def f32_1d(a, k):
-    return numba.carray(f32_pointer(a[k]), (a[k + 1],))
+def _packed_view(dtype, ndim):
+    """An intrinsic view(a, k): the C-contiguous (dtype, ndim) array packed at a[k]
+    (address) and a[k+1 : k+1+ndim] (shape) of the argument vector a (1-d int64).
+
+    Built in LLVM, not as an inlined njit helper over numba.carray: numba inlines such a
+    helper by copying and re-typing its IR at every call site, ~0.03 s of compile each
+    (a part has 2-5 views), where an intrinsic is typed once and lowers to a few loads."""
+    array_type = types.Array(dtype, ndim, "C")
+
+    @intrinsic
+    def view(typingctx, a, k):
+        if not (isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1):
+            return None
+
+        def codegen(context, builder, signature, values):
+            i64 = ir.IntType(64)
+            vector = make_array(signature.args[0])(context, builder, values[0])
+            offset = context.cast(builder, values[1], signature.args[1], types.int64)
+
+            def entry(j):
+                index = builder.add(offset, ir.Constant(i64, j))
+                return builder.load(builder.gep(vector.data, [index]))
+
+            item = context.get_data_type(dtype)
+            itemsize = context.get_abi_sizeof(item)
+            shape = [entry(1 + j) for j in range(ndim)]
+            strides, step = [], ir.Constant(i64, itemsize)
+            for size in reversed(shape):  # C order
+                strides.insert(0, step)
+                step = builder.mul(step, size)
+            out = make_array(array_type)(context, builder)
+            populate_array(out, data=builder.inttoptr(entry(0), item.as_pointer()),
+                           shape=cgutils.pack_array(builder, shape),
+                           strides=cgutils.pack_array(builder, strides),
+                           itemsize=ir.Constant(i64, itemsize), meminfo=None)
+            return out._getvalue()
+
+        return array_type(a, k), codegen
+
+    return view
 
 
-@numba.njit(inline="always")
-def f32_2d(a, k):
-    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2]))
-
-
-@numba.njit(inline="always")
-def f32_3d(a, k):
-    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3]))
-
-
-@numba.njit(inline="always")
-def f32_4d(a, k):
-    return numba.carray(f32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
-
-
-@numba.njit(inline="always")
-def i32_1d(a, k):
-    return numba.carray(i32_pointer(a[k]), (a[k + 1],))
-
-
-@numba.njit(inline="always")
-def f64_2d(a, k):
-    # float64 scratch (partial sums), passed in: np.empty in a compiled function compiles
-    # numba's allocator (~0.3 s)
-    return numba.carray(f64_pointer(a[k]), (a[k + 1], a[k + 2]))
-
-
-@numba.njit(inline="always")
-def i32_4d(a, k):
-    return numba.carray(i32_pointer(a[k]), (a[k + 1], a[k + 2], a[k + 3], a[k + 4]))
+# One per (dtype, rank) the parts use; f64 ones are float64 scratch (partial sums),
+# passed in: np.empty in a compiled function compiles numba's allocator (~0.3 s).
+f32_1d = _packed_view(types.float32, 1)
+f32_2d = _packed_view(types.float32, 2)
+f32_3d = _packed_view(types.float32, 3)
+f32_4d = _packed_view(types.float32, 4)
+i32_1d = _packed_view(types.int32, 1)
+i32_4d = _packed_view(types.int32, 4)
+f64_2d = _packed_view(types.float64, 2)
 
 
 def pack(*items):

@@ -26,119 +26,96 @@ from kernels_numba.cpu.gemm import _thread_buffer, gemm
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
-# range kernels (inlined into the one part below: one compile for all three)
-
-@numba.njit(inline="always")
-def _im2col_rows(col, x, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw, r0, r1):
-    n, h, w, c = x.shape
-    for m in range(r0, r1):
-        b = m // (ho * wo)
-        r = m - b * ho * wo
-        oh = r // wo
-        ow = r - oh * wo
-        for i in range(kh):
-            ih = oh * sh - pt + i * dh
-            for j in range(kw):
-                iw = ow * sw - pl + j * dw
-                base = (i * kw + j) * c
-                if 0 <= ih < h and 0 <= iw < w:
-                    for ch in range(c):
-                        col[m, base + ch] = x[b, ih, iw, ch]
-                else:
-                    for ch in range(c):
-                        col[m, base + ch] = 0.0
-
-
-@numba.njit(inline="always")
-def _im2col_t_rows(col_t, x, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw, r0, r1):
-    # Transposed columns (KH*KW, M) for a one-channel x (N, H, W): for one tap and
-    # one output row the values are a run of x's row, so this copies runs of Wo
-    # floats instead of rows of KH*KW (MNIST's first conv: im2col 1.4 -> 0.3 ms).
-    n, h, w = x.shape
-    for r in range(r0, r1):  # r over (tap, sample)
-        t = r // n
-        b = r - t * n
-        i = t // kw
-        j = (t - i * kw) * dw  # the tap's column offset
-        row_inside = j - pl >= 0 and (wo - 1) * sw + j - pl < w
-        for oh in range(ho):
-            ih = oh * sh - pt + i * dh
-            d = (b * ho + oh) * wo
-            if ih < 0 or ih >= h:
-                for ow in range(wo):
-                    col_t[t, d + ow] = 0.0
-            elif row_inside and sw == 1:  # a plain copy: vectorizes
-                src = x[b, ih, j - pl: j - pl + wo]
-                dst = col_t[t, d: d + wo]
-                for ow in range(wo):
-                    dst[ow] = src[ow]
-            elif row_inside:
-                for ow in range(wo):
-                    col_t[t, d + ow] = x[b, ih, ow * sw + j - pl]
-            else:
-                for ow in range(wo):
-                    iw = ow * sw - pl + j
-                    col_t[t, d + ow] = x[b, ih, iw] if 0 <= iw < w else 0.0
-
-
-@numba.njit(cache=True)
-def window_range(i, k, s, pad, out):
-    """Output positions o whose window o*s - pad .. o*s - pad + k - 1 contains i: [o0, o1)."""
-    lo = i + pad - k + 1
-    o0 = 0 if lo <= 0 else (lo + s - 1) // s
-    return o0, min((i + pad) // s + 1, out)
-
-
-@numba.njit(inline="always")
-def _col2im_rows(dx, col, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw, r0, r1):
-    # Scatter over samples [r0, r1) (each part owns whole samples of dx: race-free, and
-    # the summation order is fixed): col is read once, in order, and the writes land in
-    # one sample's dx, which stays in cache (5.3 -> 1.2 ms for the seed CNN's conv2).
-    n, h, w, c = dx.shape
-    for b in range(r0, r1):
-        dx[b] = 0.0
-        for oh in range(ho):
-            for ow in range(wo):
-                m = (b * ho + oh) * wo + ow
-                for i in range(kh):
-                    ih = oh * sh - pt + i * dh
-                    if ih < 0 or ih >= h:
-                        continue
-                    for j in range(kw):
-                        iw = ow * sw - pl + j * dw
-                        if iw < 0 or iw >= w:
-                            continue
-                        base = (i * kw + j) * c
-                        for ch in range(c):
-                            dx[b, ih, iw, ch] += col[m, base + ch]
-
-
 IM2COL, IM2COL_T, COL2IM = 0, 1, 2
 
 
+# The one part for all three (one compile), its loops written in place: numba inlines an
+# inline="always" helper by copying and re-typing its IR, 0.06-0.1 s of compile each.
 @lazy_part
 def _conv_part(args, p, parts):
     # (col 2-D, x or dx 4-D, mode, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw) packed
     a = numba.carray(args, 19)
     col, x = f32_2d(a, 0), f32_4d(a, 3)
     mode = a[8]
-    g = a[9:19]
+    kh, kw, sh, sw, pt, pl, ho, wo, dh, dw = a[9], a[10], a[11], a[12], a[13], a[14], \
+        a[15], a[16], a[17], a[18]
+    n, h, w, c = x.shape
     if mode == IM2COL:
         rows = col.shape[0]
     elif mode == IM2COL_T:
-        rows = col.shape[0] * x.shape[0]
+        rows = col.shape[0] * n
     else:
-        rows = x.shape[0]
+        rows = n
     r0, r1 = rows * p // parts, rows * (p + 1) // parts
     if mode == IM2COL:
-        _im2col_rows(col, x, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], r0, r1)
+        # col (M, K) rows r0..r1, columns (kh, kw, c)
+        for m in range(r0, r1):
+            b = m // (ho * wo)
+            r = m - b * ho * wo
+            oh = r // wo
+            ow = r - oh * wo
+            for i in range(kh):
+                ih = oh * sh - pt + i * dh
+                for j in range(kw):
+                    iw = ow * sw - pl + j * dw
+                    base = (i * kw + j) * c
+                    if 0 <= ih < h and 0 <= iw < w:
+                        for ch in range(c):
+                            col[m, base + ch] = x[b, ih, iw, ch]
+                    else:
+                        for ch in range(c):
+                            col[m, base + ch] = 0.0
     elif mode == IM2COL_T:
+        # Transposed columns (KH*KW, M) for a one-channel x (N, H, W), r over (tap,
+        # sample): for one tap and one output row the values are a run of x's row, so
+        # this copies runs of Wo floats instead of rows of KH*KW (MNIST's first conv:
+        # im2col 1.4 -> 0.3 ms).
         x3 = f32_3d(a, 3)  # (N, H, W): the one channel dropped
-        _im2col_t_rows(col, x3, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9],
-                       r0, r1)
+        for r in range(r0, r1):
+            t = r // n
+            b = r - t * n
+            i = t // kw
+            j = (t - i * kw) * dw  # the tap's column offset
+            row_inside = j - pl >= 0 and (wo - 1) * sw + j - pl < w
+            for oh in range(ho):
+                ih = oh * sh - pt + i * dh
+                d = (b * ho + oh) * wo
+                if ih < 0 or ih >= h:
+                    for ow in range(wo):
+                        col[t, d + ow] = 0.0
+                elif row_inside and sw == 1:  # a plain copy: vectorizes
+                    src = x3[b, ih, j - pl: j - pl + wo]
+                    dst = col[t, d: d + wo]
+                    for ow in range(wo):
+                        dst[ow] = src[ow]
+                elif row_inside:
+                    for ow in range(wo):
+                        col[t, d + ow] = x3[b, ih, ow * sw + j - pl]
+                else:
+                    for ow in range(wo):
+                        iw = ow * sw - pl + j
+                        col[t, d + ow] = x3[b, ih, iw] if 0 <= iw < w else 0.0
     else:
-        _col2im_rows(x, col, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9],
-                     r0, r1)
+        # col2im: a scatter over samples r0..r1 of dx (x here). Each part owns whole
+        # samples (race-free, the summation order fixed): col is read once, in order,
+        # and the writes land in one sample's dx, which stays in cache (5.3 -> 1.2 ms for
+        # the seed CNN's conv2).
+        for b in range(r0, r1):
+            x[b] = 0.0
+            for oh in range(ho):
+                for ow in range(wo):
+                    m = (b * ho + oh) * wo + ow
+                    for i in range(kh):
+                        ih = oh * sh - pt + i * dh
+                        if ih < 0 or ih >= h:
+                            continue
+                        for j in range(kw):
+                            iw = ow * sw - pl + j * dw
+                            if iw < 0 or iw >= w:
+                                continue
+                            base = (i * kw + j) * c
+                            for ch in range(c):
+                                x[b, ih, iw, ch] += col[m, base + ch]
 
 
 def _run_conv_part(mode, col, x4, geom):

@@ -41,73 +41,6 @@ def window_range(i, k, s, pad, out):
 
 # njit loops
 
-# The max-pool row functions clamp with inline selects, not _lo/_hi: every inlined call is
-# one more pass of numba's inliner over the part. With the overlapping-window backward in
-# a part of its own, the reference CNN's max-pool compile went 1.5 -> 1.0 CPU s.
-
-@numba.njit(inline="always")
-def _maxpool_forward(y, argmax, x, ph, pw, sh, sw, pt, pl, r0, r1):
-    # Rows r0..r1 of the (sample, output row) pairs. The running max and argmax live in
-    # y and argmax themselves (no scratch, no copy-out loop: a smaller compile).
-    n, h, w, c = x.shape
-    _, ho, wo, _ = y.shape
-    for r in range(r0, r1):
-        b = r // ho
-        oh = r - b * ho
-        h0, h1 = oh * sh - pt, oh * sh - pt + ph
-        h0, h1 = (h0 if h0 > 0 else 0), (h1 if h1 < h else h)
-        for ow in range(wo):
-            w0, w1 = ow * sw - pl, ow * sw - pl + pw
-            w0, w1 = (w0 if w0 > 0 else 0), (w1 if w1 < w else w)
-            best, where = y[b, oh, ow], argmax[b, oh, ow]
-            # Padded cells count as -inf, so they never win: the first real cell (every
-            # window holds one, for "same" padding too) is taken whatever y held.
-            for ih in range(h0, h1):
-                for iw in range(w0, w1):
-                    k = np.int32((ih * w + iw) * c)
-                    first = (ih == h0) & (iw == w0)
-                    # Selects, not branches, so the channel loop vectorizes (1.6 -> 1.0 ms);
-                    # | not `or`: no short-circuit branches to type and lower.
-                    for ch in range(c):
-                        v = x[b, ih, iw, ch]
-                        # NaN wins; nothing beats a NaN best
-                        take = first | (v > best[ch]) | (v != v)
-                        best[ch] = v if take else best[ch]
-                        where[ch] = k + ch if take else where[ch]
-
-
-@numba.njit(inline="always")
-def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
-    # Windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2), as a gather over
-    # (sample, input row) pairs r0..r1: an input row lies in at most one window row and a
-    # cell in at most one window, so one lookup per cell and no zeroing pass (0.20 ->
-    # 0.18 ms against a scatter for the seed CNN's pool). The one window that can hold iw
-    # is the last one starting at or before it; cells between windows, past the last one
-    # or in a row no window covers get 0. An argmax entry that is not a cell of its own
-    # window is never matched.
-    n, h, w, c = dx.shape
-    _, ho, wo, _ = dy.shape
-    zero = np.float32(0.0)
-    for r in range(r0, r1):
-        b = r // h
-        ih = r - b * h
-        oh = (ih + pt) // sh  # the window row that can hold ih
-        covered = (oh < ho) & (ih + pt - oh * sh < ph)
-        oh = oh if oh < ho else ho - 1  # (never read when not covered)
-        ow = 0
-        for iw in range(w):
-            if (ow + 1 < wo) & (iw >= (ow + 1) * sw - pl):  # iw steps by 1, windows by sw
-                ow += 1
-            if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
-                k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
-                for ch in range(c):
-                    hit = argmax[b, oh, ow, ch] == k + ch
-                    dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
-            else:
-                for ch in range(c):
-                    dx[b, ih, iw, ch] = zero
-
-
 @numba.njit(inline="always")
 def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
     # Any geometry (overlapping windows too): each dx cell of input rows r0..r1 of the
@@ -204,20 +137,78 @@ def _global_avgpool_backward(dx, dy, r0, r1):
 
 # parts for kernels_numba.cpu._parallel: (a1, a2, a3, ph, pw, sh, sw, pt, pl) packed
 
+# The forward and the disjoint-window backward in one part (one compile), their loops
+# written in place: numba inlines an inline="always" helper by copying and re-typing its
+# IR (0.06-0.09 s of compile each). They clamp with selects, not _lo/_hi, for the same
+# reason. With the overlapping-window backward in a part of its own, the reference CNN's
+# max-pool compile went 1.5 -> 0.8 CPU s.
 @lazy_part
 def _maxpool_part(args, p, parts):
-    # The forward and the disjoint-window backward in one part (one compile):
-    # (out, src, argmax, geometry, mode); forward: out y, src x; backward: out dx, src dy.
+    # (out, src, argmax, geometry, mode); forward: out y, src x; backward: out dx, src dy
     a = numba.carray(args, 22)
     out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    ph, pw, sh, sw, pt, pl = a[15], a[16], a[17], a[18], a[19], a[20]
     if a[21] == 0:
-        rows = src.shape[0] * out.shape[1]
-        _maxpool_forward(out, argmax, src, a[15], a[16], a[17], a[18], a[19], a[20],
-                         rows * p // parts, rows * (p + 1) // parts)
+        # Forward over (sample, output row) pairs. The running max and argmax live in y
+        # and argmax themselves (no scratch, no copy-out loop: a smaller compile).
+        y, x = out, src
+        n, h, w, c = x.shape
+        _, ho, wo, _ = y.shape
+        rows = n * ho
+        for r in range(rows * p // parts, rows * (p + 1) // parts):
+            b = r // ho
+            oh = r - b * ho
+            h0, h1 = oh * sh - pt, oh * sh - pt + ph
+            h0, h1 = (h0 if h0 > 0 else 0), (h1 if h1 < h else h)
+            for ow in range(wo):
+                w0, w1 = ow * sw - pl, ow * sw - pl + pw
+                w0, w1 = (w0 if w0 > 0 else 0), (w1 if w1 < w else w)
+                best, where = y[b, oh, ow], argmax[b, oh, ow]
+                # Padded cells count as -inf, so they never win: the first real cell
+                # (every window holds one, for "same" padding too) is taken whatever y held.
+                for ih in range(h0, h1):
+                    for iw in range(w0, w1):
+                        k = np.int32((ih * w + iw) * c)
+                        first = (ih == h0) & (iw == w0)
+                        # Selects, not branches, so the channel loop vectorizes (1.6 ->
+                        # 1.0 ms); | not `or`: no short-circuit branches to type and lower.
+                        for ch in range(c):
+                            v = x[b, ih, iw, ch]
+                            # NaN wins; nothing beats a NaN best
+                            take = first | (v > best[ch]) | (v != v)
+                            best[ch] = v if take else best[ch]
+                            where[ch] = k + ch if take else where[ch]
     else:
-        rows = out.shape[0] * out.shape[1]
-        _maxpool_backward_disjoint(out, src, argmax, a[15], a[16], a[17], a[18], a[19],
-                                   a[20], rows * p // parts, rows * (p + 1) // parts)
+        # Backward of windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2),
+        # as a gather over (sample, input row) pairs: an input row lies in at most one
+        # window row and a cell in at most one window, so one lookup per cell and no
+        # zeroing pass (0.20 -> 0.18 ms against a scatter for the seed CNN's pool). The
+        # one window that can hold iw is the last one starting at or before it; cells
+        # between windows, past the last one or in a row no window covers get 0. An
+        # argmax entry that is not a cell of its own window is never matched.
+        dx, dy = out, src
+        n, h, w, c = dx.shape
+        _, ho, wo, _ = dy.shape
+        zero = np.float32(0.0)
+        rows = n * h
+        for r in range(rows * p // parts, rows * (p + 1) // parts):
+            b = r // h
+            ih = r - b * h
+            oh = (ih + pt) // sh  # the window row that can hold ih
+            covered = (oh < ho) & (ih + pt - oh * sh < ph)
+            oh = oh if oh < ho else ho - 1  # (never read when not covered)
+            ow = 0
+            for iw in range(w):
+                if (ow + 1 < wo) & (iw >= (ow + 1) * sw - pl):  # iw steps by 1, windows by sw
+                    ow += 1
+                if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
+                    k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                    for ch in range(c):
+                        hit = argmax[b, oh, ow, ch] == k + ch
+                        dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
+                else:
+                    for ch in range(c):
+                        dx[b, ih, iw, ch] = zero
 
 
 @lazy_part
