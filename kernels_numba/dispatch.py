@@ -1,5 +1,10 @@
 """Op name -> implementation on the buffers' device: kernels_numba.cpu.* or kernels_numba.gpu.*.
 
+While a `capture_launches()` is active (kernels_numba/launches.py), a CPU op's
+implementation is returned wrapped so that its call is kept for replay: on the CPU the
+op's implementation (the CPU twin, after the op's validation) is the unit of a launch
+plan, as a kernel launch is on CUDA.
+
 (The CUDA package is named `gpu`, not `cuda`: numba-cuda's import redirector
 hijacks any module name containing "numba.cuda", which "kernels_numba.cuda" does.)
 """
@@ -26,4 +31,23 @@ def impl(op, family, **arrays):
         package = "gpu" if device == "cuda" else "cpu"
         module = importlib.import_module(f"kernels_numba.{package}.{family}")
         fn = _cache[key] = getattr(module, op)
+    if cpu_captures and device == "cpu":
+        return _Recorded(fn)
     return fn
+
+
+cpu_captures = []  # active LaunchList captures (kernels_numba/launches.py), innermost last
+
+
+class _Recorded:
+    """A CPU implementation whose calls go into every active capture, then run."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        for captured in cpu_captures:
+            captured.add_call(self.fn, args, kwargs)
+        return self.fn(*args, **kwargs)

@@ -62,7 +62,7 @@ class Executor:
         self._feeder = None
         # the optimizer's list, fixed with the plan (model.trainable_weights walks the layers)
         self._variables = model._trainable_variables if mode == TRAIN else []
-        self._replay = launch_plan.REPLAY and self.device == "cuda" and allocate
+        self._replay = launch_plan.REPLAY and allocate and launch_plan.launches_only(self)
         self._random_layers = launch_plan.random_layers(self)
 
     def _buffers(self):

@@ -1,7 +1,7 @@
 """The launch plan (engine/launch_plan.py): on CUDA a step's layer launches are captured
 and, after two equal steps, replayed. Replay must be invisible: the same weights bit
 for bit as running every layer's Python each step, and a step whose launches change
-(a by-value argument) keeps running live."""
+(a by-value argument) keeps running live. The CPU's plan: tests/kerasish/test_cpu_replay.py."""
 
 import numpy as np
 import pytest
@@ -102,15 +102,6 @@ def test_changing_launch_arguments_keep_the_step_live(on_cuda):
     # the same kernel on other memory is a different launch
     other = launch_plan.captured(ex, lambda: ex.forward(ex.step(5), True))
     assert not other.same_as(lists[0])
-
-
-def test_the_cpu_never_replays():
-    before = config.get_device()
-    config.set_device("cpu")
-    try:
-        assert not _cnn()._executor(10, "train")._replay  # CPU twins launch nothing
-    finally:
-        config.set_device(before)
 
 
 def test_a_dropout_model_replays_with_the_step_from_a_device_buffer(on_cuda):
