@@ -86,6 +86,37 @@ def f32_bits(value):
     return int(np.float32(value).view(np.int32))
 
 
+def _c_array(context, builder, array_type, data, shape):
+    """A C-contiguous array struct of array_type over `data` (a pointer) and `shape`."""
+    i64 = ir.IntType(64)
+    itemsize = context.get_abi_sizeof(context.get_data_type(array_type.dtype))
+    strides, step = [], ir.Constant(i64, itemsize)
+    for size in reversed(shape):  # C order
+        strides.insert(0, step)
+        step = builder.mul(step, size)
+    out = make_array(array_type)(context, builder)
+    populate_array(out, data=data, shape=cgutils.pack_array(builder, shape),
+                   strides=cgutils.pack_array(builder, strides),
+                   itemsize=ir.Constant(i64, itemsize), meminfo=None)
+    return out._getvalue()
+
+
+def _entries(context, builder, signature, values):
+    """entry(j): a[k + j] of the argument vector a (1-d int64) at offset k."""
+    vector = make_array(signature.args[0])(context, builder, values[0])
+    k = context.cast(builder, values[1], signature.args[1], types.int64)
+
+    def entry(j):
+        index = builder.add(k, ir.Constant(ir.IntType(64), j))
+        return builder.load(builder.gep(vector.data, [index]))
+
+    return entry
+
+
+def _is_vector(a):
+    return isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1
+
+
 def _packed_view(dtype, ndim):
     """An intrinsic view(a, k): the C-contiguous (dtype, ndim) array packed at a[k]
     (address) and a[k+1 : k+1+ndim] (shape) of the argument vector a (1-d int64).
@@ -97,35 +128,37 @@ def _packed_view(dtype, ndim):
 
     @intrinsic
     def view(typingctx, a, k):
-        if not (isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1):
+        if not _is_vector(a):
             return None
 
         def codegen(context, builder, signature, values):
-            i64 = ir.IntType(64)
-            vector = make_array(signature.args[0])(context, builder, values[0])
-            offset = context.cast(builder, values[1], signature.args[1], types.int64)
-
-            def entry(j):
-                index = builder.add(offset, ir.Constant(i64, j))
-                return builder.load(builder.gep(vector.data, [index]))
-
+            entry = _entries(context, builder, signature, values)
             item = context.get_data_type(dtype)
-            itemsize = context.get_abi_sizeof(item)
-            shape = [entry(1 + j) for j in range(ndim)]
-            strides, step = [], ir.Constant(i64, itemsize)
-            for size in reversed(shape):  # C order
-                strides.insert(0, step)
-                step = builder.mul(step, size)
-            out = make_array(array_type)(context, builder)
-            populate_array(out, data=builder.inttoptr(entry(0), item.as_pointer()),
-                           shape=cgutils.pack_array(builder, shape),
-                           strides=cgutils.pack_array(builder, strides),
-                           itemsize=ir.Constant(i64, itemsize), meminfo=None)
-            return out._getvalue()
+            data = builder.inttoptr(entry(0), item.as_pointer())
+            return _c_array(context, builder, array_type, data,
+                            [entry(1 + j) for j in range(ndim)])
 
         return array_type(a, k), codegen
 
     return view
+
+
+@intrinsic
+def f32_run(typingctx, a, k, offset, n):
+    """n floats from element `offset` of the float32 array packed at a[k] (a 1-d view:
+    a thread's block of an optimizer update), built as _packed_view's views are."""
+    if not _is_vector(a):
+        return None
+    array_type = types.Array(types.float32, 1, "C")
+
+    def codegen(context, builder, signature, values):
+        entry = _entries(context, builder, signature, values)
+        start = context.cast(builder, values[2], signature.args[2], types.int64)
+        count = context.cast(builder, values[3], signature.args[3], types.int64)
+        base = builder.inttoptr(entry(0), ir.FloatType().as_pointer())
+        return _c_array(context, builder, array_type, builder.gep(base, [start]), [count])
+
+    return array_type(a, k, offset, n), codegen
 
 
 # One per (dtype, rank) the parts use; f64 ones are float64 scratch (partial sums),

@@ -30,6 +30,7 @@ from kernels_numba.cpu._parallel import (
     f32_1d,
     f32_bits,
     f32_pointer,
+    f32_run,
     from_f32_bits,
     lazy_part,
     pack,
@@ -198,12 +199,9 @@ def span(a, p, parts, segmented):
     return i0, i1 - i0, 0, i1 - i0
 
 
-@numba.njit(inline="always")
-def view(a, k, offset, n):
-    # n floats of the array packed at a[k] from element `offset` on (pointer arithmetic,
-    # not carray(...)[i0:i1]: a smaller compile; shape (n,) as f32_1d's, so numba's carray
-    # constructor is compiled for one shape type, not two)
-    return numba.carray(f32_pointer(a[k] + 4 * offset), (n,))
+# n floats of the array packed at a[k] from element `offset` on (an intrinsic: no IR
+# inlining, no carray constructor to compile)
+view = f32_run
 
 
 @numba.njit(inline="always")
