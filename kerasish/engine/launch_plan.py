@@ -29,10 +29,21 @@ def _ours(method):
     return method is None or getattr(method, "__module__", "").startswith("kerasish.")
 
 
-def _layers(layers):
+def _layers(layers, seen=None):
+    """The layers and every layer they hold (nested models, wrapped layers, sublayers)."""
+    from kerasish.layers.layer import Layer
+
+    seen = set() if seen is None else seen
     for layer in layers:
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
         yield layer
-        yield from _layers(getattr(layer, "layers", None) or ())  # nested models
+        held = []
+        for value in vars(layer).values():
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            held += [item for item in items if isinstance(item, Layer)]
+        yield from _layers(held, seen)
 
 
 def launches_only(ex):

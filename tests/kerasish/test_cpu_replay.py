@@ -109,6 +109,15 @@ def test_a_host_numpy_layer_or_a_user_optimizer_keeps_the_cpu_plan_live():
         pass
 
     assert not _model(optimizer=MyAdam())._executor(9, "train")._replay
+    # held by a built-in wrapper, and inside a nested model
+    wrapped = keras.Sequential([keras.Input((4, 3)), layers.TimeDistributed(HostScale()),
+                                layers.Flatten(), layers.Dense(2)])
+    wrapped.compile("sgd", "mse")
+    assert not wrapped._executor(5, "train")._replay
+    inner = keras.Sequential([keras.Input((3,)), HostScale()])
+    outer = keras.Sequential([keras.Input((3,)), inner, layers.Dense(2)])
+    outer.compile("sgd", "mse")
+    assert not outer._executor(5, "train")._replay
     assert _model()._executor(9, "train")._replay
 
 
