@@ -72,7 +72,11 @@ def captured(ex, body):
 
 
 def _token(ex):
-    return id(getattr(ex.model, "_parameter_block", None))
+    """What a captured plan depends on beyond its arguments: the parameter block (a repack
+    moves every weight) and the layers' trainable flags (a frozen layer launches less)."""
+    from kerasish.layers.layer import Layer
+
+    return id(getattr(ex.model, "_parameter_block", None)), Layer.trainable_changes
 
 
 def remember(ex, s, mode, *lists):

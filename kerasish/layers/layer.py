@@ -71,6 +71,7 @@ class Layer:
 
     RULE_WEIGHTS = _RULE_WEIGHTS
     activity_regularizer = None
+    trainable_changes = 0  # counts every layer's trainable flips (the launch plan's token)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
                  input_dim=None, batch_input_shape=None, activity_regularizer=None, **kwargs):
@@ -153,7 +154,10 @@ class Layer:
 
     @trainable.setter
     def trainable(self, value):
-        """Like Keras 3: a layer's tracked sub-layers follow it."""
+        """Like Keras 3: a layer's tracked sub-layers follow it. A change drops every
+        replayed launch plan (engine/launch_plan.py: the next steps run live)."""
+        if self.__dict__.get("_trainable", True) != bool(value):
+            Layer.trainable_changes += 1
         self._trainable = bool(value)
         for sub in self._tracked_layers():
             sub.trainable = value

@@ -130,3 +130,21 @@ def test_a_host_numpy_layer_trains_as_without_replay():
     model.fit(x, x * np.array([2.0, -1.0, 0.5, 3.0], np.float32), epochs=40, batch_size=16,
               verbose=0)
     np.testing.assert_allclose(model.layers[0].alpha.numpy(), [2, -1, 0.5, 3], atol=0.05)
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_freezing_a_layer_between_fits_takes_effect(monkeypatch, replay):
+    # as Keras on torch: a layer frozen after a fit stays fixed in the next fit; a
+    # trainable flip drops the replayed plan (the frozen layer's backward launches less)
+    monkeypatch.setattr(launch_plan, "REPLAY", replay)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                              layers.Dense(2)])
+    model.compile("sgd", "mse")
+    x = np.random.default_rng(0).random((32, 4), dtype=np.float32)
+    model.fit(x, 2 * x[:, :2], batch_size=8, epochs=2, verbose=0)
+    frozen, last = model.layers[0].kernel.numpy(), model.layers[1].kernel.numpy()
+    model.layers[0].trainable = False
+    model.fit(x, 2 * x[:, :2], batch_size=8, epochs=2, verbose=0)
+    np.testing.assert_array_equal(model.layers[0].kernel.numpy(), frozen)
+    assert not np.array_equal(model.layers[1].kernel.numpy(), last)
