@@ -67,8 +67,6 @@ def _pointer_intrinsic(numba_type, llvm_type):
 
 
 f32_pointer = _pointer_intrinsic(types.float32, ir.FloatType())
-i32_pointer = _pointer_intrinsic(types.int32, ir.IntType(32))
-f64_pointer = _pointer_intrinsic(types.float64, ir.DoubleType())
 
 
 @intrinsic

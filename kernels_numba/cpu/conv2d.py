@@ -37,8 +37,8 @@ def _conv_part(args, p, parts):
     a = numba.carray(args, 19)
     col, x = f32_2d(a, 0), f32_4d(a, 3)
     mode = a[8]
-    kh, kw, sh, sw, pt, pl, ho, wo, dh, dw = a[9], a[10], a[11], a[12], a[13], a[14], \
-        a[15], a[16], a[17], a[18]
+    kh, kw, sh, sw, pt, pl = a[9], a[10], a[11], a[12], a[13], a[14]
+    ho, wo, dh, dw = a[15], a[16], a[17], a[18]
     n, h, w, c = x.shape
     if mode == IM2COL:
         rows = col.shape[0]

@@ -33,7 +33,7 @@ def _hi(v, n):
 @numba.njit(inline="always")
 def window_range(i, k, s, pad, out):
     """Output positions o whose window o*s - pad .. o*s - pad + k - 1 contains i: [o0, o1)
-    (conv2d's helper, with selects; inlined: as a call it is one more compile)."""
+    (selects, not min(); inlined: as a call it is one more compile)."""
     lo = i + pad - k + 1
     o0 = 0 if lo <= 0 else (lo + s - 1) // s
     return o0, _hi((i + pad) // s + 1, out)
