@@ -11,7 +11,8 @@ dense call them) and the im2col / col2im loops timed apart. Each timer counts it
 time less the timers nested in it, so the buckets add up: GEMM, im2col, col2im, then each
 op family's remaining work (pooling, optimizer, loss, activation, bias/ReLU epilogues...),
 and "python" = step - all kernels (fit's per-step Python: loader hand-off, callbacks,
-plan replay, argument checks). Each bucket is its best pass (the machine is shared and
+plan replay, argument checks), then every cpu.gemm call by shape with its GFLOP/s and
+share of the peak. Each bucket is its best pass (the machine is shared and
 noisy: a minimum is the least disturbed measurement). Timers add ~2 us per call; the
 shares are from the timed passes, the step time from the plain ones.
 
@@ -39,6 +40,7 @@ class _Timers:
     def __init__(self):
         self.total = defaultdict(float)
         self.calls = defaultdict(int)
+        self.shapes, self.shape_calls = defaultdict(float), defaultdict(int)  # gemm() only
         self._stack = []
 
     def wrap(self, name, fn):
@@ -58,6 +60,19 @@ class _Timers:
         return timed
 
 
+def _by_shape(timers, gemm):
+    """gemm, its seconds (nested timers included) also kept per (M, N, K, flags)."""
+    def timed(c, a, b, *, accumulate=False):
+        t0 = time.perf_counter()
+        gemm(c, a, b, accumulate=accumulate)
+        key = (*c.shape, a.shape[1], "T" if a.strides[0] < a.strides[1] else "N",
+               "T" if b.strides[0] < b.strides[1] else "N", "+=" if accumulate else "=")
+        timers.shapes[key] += time.perf_counter() - t0
+        timers.shape_calls[key] += 1
+
+    return timed
+
+
 def _patch(timers, model):
     """Install the timers; returns the undo function."""
 
@@ -71,7 +86,7 @@ def _patch(timers, model):
         setattr(obj, name, value)
 
     for mod in (conv2d, dense):
-        setattr_undo(mod, "gemm", timers.wrap("gemm", mod.gemm))
+        setattr_undo(mod, "gemm", timers.wrap("gemm", _by_shape(timers, mod.gemm)))
     if hasattr(dense, "product"):  # small products: np.matmul (the same sgemm)
         setattr_undo(dense, "product", timers.wrap("gemm", dense.product))
     for name in ("_im2col", "_im2col_t_single_channel"):
@@ -118,7 +133,7 @@ def profile(model, x, y, steps=30, passes=3):
     model.fit(xs[: 3 * len(x)], ys[: 3 * len(y)], batch_size=len(x), epochs=1, shuffle=False,
               verbose=0)  # compile, plan, warm caches
     plain = min(_fit(model, xs, ys, steps) for _ in range(passes))
-    best, timed = {}, float("inf")
+    best, timed, shapes = {}, float("inf"), {}
     for _ in range(passes):
         timers = _Timers()
         restore = _patch(timers, model)
@@ -133,11 +148,15 @@ def profile(model, x, y, steps=30, passes=3):
             kernels += per_step[0]
             if k not in best or per_step[0] < best[k][0]:
                 best[k] = per_step
+        for k, v in timers.shapes.items():
+            if k not in shapes or v / steps < shapes[k][0]:
+                shapes[k] = (v / steps, timers.shape_calls[k] / steps)
         python = (max(step - kernels, 0.0), 1.0)
         name = "python (step - kernels)"
         if name not in best or python[0] < best[name][0]:
             best[name] = python
-    return {"step_s": plain, "timed_step_s": timed, "buckets": best}
+    rows = sorted(([*k, *v] for k, v in shapes.items()), key=lambda r: -r[6])  # JSON-able
+    return {"step_s": plain, "timed_step_s": timed, "buckets": best, "gemm_shapes": rows}
 
 
 def _isa():
@@ -257,6 +276,14 @@ def report(result, flops=None, peak=None, out=print):
     for name, (sec, calls) in sorted(result["buckets"].items(), key=lambda kv: -kv[1][0]):
         out(f"    {name:26s} {1e3 * sec * scale:7.3f} ms {100 * sec / total:5.1f}%  "
             f"({calls:.0f} calls/step)")
+    shapes = result.get("gemm_shapes") or []
+    if shapes:
+        out("    GEMMs through cpu.gemm (C = op(A) op(B): M x N, K, A/B transposed, = or +=):")
+    for m, n, k, ta, tb, acc, sec, calls in shapes:
+        rate = 2 * m * n * k * calls / sec / 1e9 if sec else 0.0
+        share = f" = {100 * rate / peak:.0f}% of peak" if peak else ""
+        out(f"      {m:6d} x {n:<5d} K {k:<6d} {ta}{tb} {acc:2s} {1e3 * sec:7.3f} ms "
+            f"{rate:6.1f} GFLOP/s{share}")
 
 
 def main(argv=None):
