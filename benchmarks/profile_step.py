@@ -60,17 +60,42 @@ class _Timers:
         return timed
 
 
-def _by_shape(timers, gemm):
-    """gemm, its seconds (nested timers included) also kept per (M, N, K, flags)."""
-    def timed(c, a, b, *, accumulate=False):
+def _shape_key(c, a, b, accumulate):
+    return (*c.shape, a.shape[1], "T" if a.strides[0] < a.strides[1] else "N",
+            "T" if b.strides[0] < b.strides[1] else "N", "+=" if accumulate else "=")
+
+
+def _by_shape(timers, key, fn):
+    """fn, its seconds (nested timers included) also kept under the GEMM shape `key`."""
+    def timed(*args, **kwargs):
         t0 = time.perf_counter()
-        gemm(c, a, b, accumulate=accumulate)
-        key = (*c.shape, a.shape[1], "T" if a.strides[0] < a.strides[1] else "N",
-               "T" if b.strides[0] < b.strides[1] else "N", "+=" if accumulate else "=")
+        fn(*args, **kwargs)
         timers.shapes[key] += time.perf_counter() - t0
         timers.shape_calls[key] += 1
 
     return timed
+
+
+def _timed_gemm(timers, gemm):
+    def timed(c, a, b, *, accumulate=False):
+        _by_shape(timers, _shape_key(c, a, b, accumulate), gemm)(c, a, b, accumulate=accumulate)
+
+    return timed
+
+
+def _timed_calls(timers, name, make, shapes=False):
+    """make(...)'s Bound calls, each run under the timer `name` (and, for gemm_calls, its
+    shape: one product is one shape entry however many calls it takes)."""
+    from kernels_numba.cpu._parallel import Bound, chain
+
+    def calls(c, a, b, *rest, **kwargs):
+        out = [Bound(timers.wrap(name, call), ()) for call in make(c, a, b, *rest, **kwargs)]
+        if shapes and out:
+            key = _shape_key(c, a, b, kwargs.get("accumulate", False))
+            out = [Bound(_by_shape(timers, key, chain(out)), ())]
+        return out
+
+    return calls
 
 
 def _patch(timers, model):
@@ -85,10 +110,11 @@ def _patch(timers, model):
         undo.append((obj, name, getattr(obj, name)))
         setattr(obj, name, value)
 
-    for mod in (conv2d, dense):
-        setattr_undo(mod, "gemm", timers.wrap("gemm", _by_shape(timers, mod.gemm)))
-    if hasattr(dense, "product"):  # small products: np.matmul (the same sgemm)
-        setattr_undo(dense, "product", timers.wrap("gemm", dense.product))
+    setattr_undo(conv2d, "gemm", timers.wrap("gemm", _timed_gemm(timers, conv2d.gemm)))
+    if hasattr(dense, "product_calls"):  # dense's products (small ones: np.matmul) as
+        setattr_undo(dense, "product_calls",  # Bound calls, each timed when it runs
+                     _timed_calls(timers, "gemm", dense.product_calls))
+        setattr_undo(dense, "gemm_calls", _timed_calls(timers, "gemm", dense.gemm_calls, True))
     for name in ("_im2col", "_im2col_t_single_channel"):
         if hasattr(conv2d, name):
             setattr_undo(conv2d, name, timers.wrap("im2col", getattr(conv2d, name)))

@@ -55,9 +55,12 @@ class LaunchList:
         self.items.append((k, grid, block, shared_bytes, args))
 
     def add_call(self, fn, args, kwargs):
-        """A CPU implementation's call (see kernels_numba.dispatch)."""
+        """A CPU implementation's call (see kernels_numba.dispatch); one with a bound
+        form (`fn.bind(*args, **kwargs)`: its work decided now, kernels_numba.cpu.dense)
+        is replayed as that."""
         self.keys.append((id(fn), _call_key(args), _call_key(sorted(kwargs.items()))))
-        self.calls.append((fn, args, kwargs))
+        bind = getattr(fn, "bind", None)
+        self.calls.append((bind(*args, **kwargs), (), {}) if bind else (fn, args, kwargs))
 
     def __len__(self):
         return len(self.items) + len(self.calls)

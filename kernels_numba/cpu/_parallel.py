@@ -259,3 +259,39 @@ def run_parts(part, args, parts=None):
 def split(work):
     """Whether `work` elements are worth waking the thread pool for."""
     return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+
+
+class Bound:
+    """One call with everything decided, `fn(*args)`, holding `keep` (the arrays whose
+    addresses args carry) alive: the unit of a CPU twin's bound form (`bind`), which a
+    replayed launch plan calls with no argument handling (kernels_numba/launches.py)."""
+
+    __slots__ = ("fn", "args", "keep")
+
+    def __init__(self, fn, args, keep=()):
+        self.fn, self.args, self.keep = fn, args, keep
+
+    def __call__(self):
+        self.fn(*self.args)
+
+
+def part_call(part, args, parts=1, keep=()):
+    """part on the packed `args` as a Bound: one block on the calling thread (parts=1) or
+    `parts` blocks on numba's threads (what `run`/`run_parts`/`serial` do at once); `keep`:
+    the arrays packed in args."""
+    if parts == 1:
+        if part._serial is None:
+            part._compile()
+        return Bound(part._serial, (args.ctypes.data, 0, 1), (args, *keep))
+    return Bound(_drive, (part.address, args.ctypes.data, parts), (args, *keep))
+
+
+def run_all(calls):
+    for call in calls:
+        call()
+
+
+def chain(calls):
+    """A list of Bound calls as one callable."""
+    return Bound(run_all, (tuple(calls),))
+

@@ -18,10 +18,11 @@ are added in a fixed order already).
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_1d, f32_2d, lazy_part, pack, run_parts
+from kernels_numba.cpu._parallel import (Bound, chain, f32_1d, f32_2d, lazy_part, pack,
+                                         part_call, run_all)
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, _forward_inline, _relu, \
     _relu_grad, activation_backward
-from kernels_numba.cpu.gemm import SPLIT_MIN_MACS, _thread_buffer, gemm, product_scratch
+from kernels_numba.cpu.gemm import SPLIT_MIN_MACS, _thread_buffer, gemm_calls, product_scratch
 from kernels_numba.ops.activation import KIND_CODES
 
 _NO_BIAS = np.zeros(1, np.float32)
@@ -102,14 +103,22 @@ SMALL_SIZE = 1 << 15
 def product(c, a, b, accumulate=False):
     """c = a @ b, or c += a @ b (a, b may be transposed views): gemm, or for a small
     product np.matmul (the same single-threaded sgemm, fewer microseconds around it)."""
+    run_all(product_calls(c, a, b, accumulate))
+
+
+def product_calls(c, a, b, accumulate=False):
+    """product's work as Bound calls (the forms below: see kernels_numba.cpu._parallel)."""
     if c.size * a.shape[1] >= SPLIT_MIN_MACS or not _blasable(c, a, b):
-        gemm(c, a, b, accumulate=accumulate)
-    elif not accumulate:
-        np.matmul(a, b, out=c)  # the old c (even NaN) is never read
-    else:  # not product_scratch: a or b may be masked_grad's result in it
-        prod = _thread_buffer("small_product", c.size).reshape(c.shape)
-        np.matmul(a, b, out=prod)
-        c += prod
+        return gemm_calls(c, a, b, accumulate=accumulate)
+    if not accumulate:
+        return [Bound(_matmul, (a, b, c))]  # the old c (even NaN) is never read
+    # not product_scratch: a or b may be masked_grad's result in it
+    prod = _thread_buffer("small_product", c.size).reshape(c.shape)
+    return [Bound(_matmul, (a, b, prod)), Bound(np.add, (c, prod, c))]
+
+
+def _matmul(a, b, out):
+    np.matmul(a, b, out=out)
 
 
 def _blasable(c, a, b):
@@ -121,48 +130,66 @@ def _blasable(c, a, b):
 def add_column_sums(db, dy):
     """db += the column sums of dy (M, F): one (1, M) @ (M, F) GEMM with a row of ones,
     so no njit loop to compile (the GEMM's K-split partials add in a fixed order)."""
+    run_all(column_sums_calls(db, dy))
+
+
+def column_sums_calls(db, dy):
     m = dy.shape[0]
     if m == 0:
-        return
+        return []
     if dy.size < SMALL_SIZE:  # rows added in order: deterministic
-        db += np.add.reduce(dy, axis=0)
-        return
+        return [Bound(_add_row_sum, (db, dy))]
     ones = _ONES[0]
     if ones.size < m:  # grows only; read-only, so threads may share it
         ones = _ONES[0] = np.ones(max(m, 2 * ones.size), np.float32)
-    gemm(db.reshape(1, db.size), ones[:m].reshape(1, m), dy, accumulate=True)
+    return gemm_calls(db.reshape(1, db.size), ones[:m].reshape(1, m), dy, accumulate=True)
+
+
+def _add_row_sum(db, dy):
+    db += np.add.reduce(dy, axis=0)
 
 
 def bias_activation(y, b, code):
     """y = act(y + b) in place on a 2-D y (the GEMM epilogue of dense and conv2d)."""
+    run_all(bias_activation_calls(y, b, code))
+
+
+def bias_activation_calls(y, b, code):
     if code == LINEAR and b is not None and y.size < SMALL_SIZE:
-        np.add(y, b, out=y)  # the part's row[j] += b[j], without its ~8 us of call
-        return
+        return [Bound(np.add, (y, b, y))]  # the part's row[j] += b[j], without its ~8 us of call
     if (b is not None or code != LINEAR) and y.size:
         bias = _NO_BIAS if b is None else b
         args = pack(y, bias, (int(b is not None) << 8) | code)
-        if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8:
-            run_parts(_bias_activation_part(code), args)
-        else:
-            _bias_activation_part(code).serial(args)
+        parts = numba.get_num_threads() if y.size >= PARALLEL_MIN_SIZE and y.shape[0] > 8 else 1
+        return [part_call(_bias_activation_part(code), args, parts, (y, bias))]
+    return []
 
 
 def masked_grad(dy, y, activation):
     """dy * f'(y) in this thread's product scratch (dy itself is left unchanged)."""
+    out, calls = masked_grad_calls(dy, y, activation)
+    run_all(calls)
+    return out
+
+
+def masked_grad_calls(dy, y, activation):
+    """(the buffer masked_grad returns, the Bound calls that fill it)"""
     if activation == "linear" or dy.size == 0:
-        return dy
+        return dy, []
     out = product_scratch(dy.shape)
     if activation == "relu":  # in the bias/ReLU part every dense/conv model compiles:
-        _relu_mask(out, dy, y)  # +0.15 s there, against 0.3 s for activation's own part
-        return out
+        return out, _relu_mask_calls(out, dy, y)  # +0.15 s there, against 0.3 s for its own
+    return out, [Bound(_activation_grad, (out, dy, y, activation))]
+
+
+def _activation_grad(out, dy, y, activation):
     activation_backward(out, dy, None, y, kind=activation)
-    return out
 
 
 _MASK = 1 << 16
 
 
-def _relu_mask(out, dy, y):
+def _relu_mask_calls(out, dy, y):
     """out = dy * relu'(y) (_relu_grad: dy where y > 0, else y - y) on flat views cut
     into rows of up to 4096 (elementwise: any rows will do; long ones vectorize best)."""
     n, cols = dy.size, dy.shape[-1]
@@ -170,11 +197,9 @@ def _relu_mask(out, dy, y):
         cols *= 2
     shape = (n // cols, cols)
     args = pack(out.reshape(shape), _NO_BIAS, _MASK, dy.reshape(shape), y.reshape(shape))
-    part = _bias_activation_part(RELU)
-    if n >= PARALLEL_MIN_SIZE and shape[0] > 1:
-        run_parts(part, args, min(numba.get_num_threads(), shape[0]))
-    else:
-        part.serial(args)
+    parts = min(numba.get_num_threads(), shape[0]) if n >= PARALLEL_MIN_SIZE and shape[0] > 1 \
+        else 1
+    return [part_call(_bias_activation_part(RELU), args, parts, (out, dy, y))]
 
 
 def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, workspace=None):
@@ -197,15 +222,29 @@ def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, worksp
     c += prod
 
 
-def dense_forward(y, x, w, b=None, *, activation="linear"):
-    product(y, x, w)
-    bias_activation(y, b, KIND_CODES[activation])
+def _dense_forward_calls(y, x, w, b=None, *, activation="linear"):
+    return product_calls(y, x, w) + bias_activation_calls(y, b, KIND_CODES[activation])
 
 
-def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
-    dy = masked_grad(dy, y, activation)
+def _dense_backward_calls(dx, dw, db, dy, x, w, workspace=None, *, activation="linear",
+                          y=None):
+    dy, calls = masked_grad_calls(dy, y, activation)
     if dx is not None:
-        product(dx, dy, w.T)
-    product(dw, x.T, dy, accumulate=True)
+        calls += product_calls(dx, dy, w.T)
+    calls += product_calls(dw, x.T, dy, accumulate=True)
     if db is not None and dy.size:
-        add_column_sums(db, dy)
+        calls += column_sums_calls(db, dy)
+    return calls
+
+
+def dense_forward(*args, **kwargs):
+    run_all(_dense_forward_calls(*args, **kwargs))
+
+
+def dense_backward(*args, **kwargs):
+    run_all(_dense_backward_calls(*args, **kwargs))
+
+
+# The bound forms a replayed launch plan calls (kernels_numba/launches.py)
+dense_forward.bind = lambda *args, **kwargs: chain(_dense_forward_calls(*args, **kwargs))
+dense_backward.bind = lambda *args, **kwargs: chain(_dense_backward_calls(*args, **kwargs))

@@ -27,7 +27,8 @@ from numba.extending import intrinsic
 
 from kernels_numba import _blas
 from kernels_numba._blas import NO_TRANS
-from kernels_numba.cpu._parallel import f32_bits, from_f32_bits, lazy_part, pack, run_parts
+from kernels_numba.cpu._parallel import (Bound, f32_bits, from_f32_bits, lazy_part, pack,
+                                         part_call, run_all)
 
 # Below this many multiply-adds one call on the caller's thread beats a parallel region.
 SPLIT_MIN_MACS = 1 << 20
@@ -136,29 +137,35 @@ def _fallback(c, a, b, accumulate):
 
 def gemm(c, a, b, *, accumulate=False):
     """c = a @ b, or c += a @ b; a and b may be transposed views (BLAS flags, no copy)."""
+    run_all(gemm_calls(c, a, b, accumulate=accumulate))
+
+
+def gemm_calls(c, a, b, *, accumulate=False):
+    """gemm's work on these operands as Bound calls (kernels_numba.cpu._parallel), run in
+    order: what a replayed plan repeats without deciding anything again."""
     m, n = c.shape
     k = a.shape[1]
     if c.size == 0:
-        return
+        return []
     op_a, op_b = _blas.operand(a), _blas.operand(b)
     if (_SGEMM is None or k == 0 or op_a is None or op_b is None or c.strides[1] != 4
             or c.strides[0] < 4 * n):
-        _fallback(c, a, b, accumulate)
-        return
+        return [Bound(_fallback, (c, a, b, accumulate))]
     (ta, lda), (tb, ldb) = op_a, op_b
     ldc, beta = c.strides[0] // 4, 1.0 if accumulate else 0.0
     a_ptr, b_ptr, c_ptr = a.ctypes.data, b.ctypes.data, c.ctypes.data
     threads = numba.get_num_threads()
     if threads < 2 or m * n * k < SPLIT_MIN_MACS:
-        _SGEMM(_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc)
-        return
+        return [Bound(_SGEMM, (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda, b_ptr, ldb,
+                               beta, c_ptr, ldc), (a, b, c))]
     if k > 4 * max(m, n):
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
-        run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb,
-                                    lda, ldb, ldc, m, n, k, f32_bits(beta), REDUCTION), parts)
-        _add_partials(c, partials)
-        return
+        args = pack(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb, ldc,
+                    m, n, k, f32_bits(beta), REDUCTION)
+        return [part_call(_split_part, args, parts, (a, b, c, partials)),
+                Bound(_add_partials, (c, partials))]
     how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
-    run_parts(_split_part, pack(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
-                                f32_bits(beta), how), parts)
+    args = pack(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k, f32_bits(beta),
+                how)
+    return [part_call(_split_part, args, parts, (a, b, c))]
