@@ -56,7 +56,7 @@ class LaunchList:
 
     def add_call(self, fn, args, kwargs):
         """A CPU implementation's call (see kernels_numba.dispatch); one with a bound
-        form (`fn.bind(*args, **kwargs)`: its work decided now, kernels_numba.cpu.dense)
+        form (`fn.bind(*args, **kwargs)`: its work decided now, cpu._parallel.bound_op)
         is replayed as that."""
         self.keys.append((id(fn), _call_key(args), _call_key(sorted(kwargs.items()))))
         bind = getattr(fn, "bind", None)

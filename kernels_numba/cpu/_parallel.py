@@ -295,3 +295,14 @@ def chain(calls):
     """A list of Bound calls as one callable."""
     return Bound(run_all, (tuple(calls),))
 
+
+def bound_op(make):
+    """A CPU implementation written as make(...) -> one Bound call: the op runs it at once;
+    `op.bind` is make, which a replayed launch plan keeps instead of the call."""
+    def op(*args, **kwargs):
+        make(*args, **kwargs)()
+
+    op.__name__, op.__qualname__, op.__doc__ = make.__name__, make.__qualname__, make.__doc__
+    op.__module__, op.bind = make.__module__, make
+    return op
+

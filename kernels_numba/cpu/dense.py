@@ -12,14 +12,17 @@ threads by kernels_numba.cpu._parallel for large outputs; the same serial functi
 either way, compiled once per kind used, relu and linear sharing one; that part also
 computes the ReLU mask dy * relu'(y) of the backward ops, masked_grad). The CUDA
 split-K/bias workspace is accepted and ignored (the CPU GEMM's K-split partial products
-are added in a fixed order already).
+are added in a fixed order already). Each helper has a `_calls` form returning its work as
+Bound calls (kernels_numba.cpu._parallel), which dense_forward/backward chain: a replayed
+CPU launch plan repeats the chain with nothing decided again (the reference MLP's step
+0.76 -> 0.61 ms).
 """
 
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import (Bound, chain, f32_1d, f32_2d, lazy_part, pack,
-                                         part_call, run_all)
+from kernels_numba.cpu._parallel import (Bound, bound_op, chain, f32_1d, f32_2d, lazy_part,
+                                         pack, part_call, run_all)
 from kernels_numba.cpu.activation import PARALLEL_MIN_SIZE, _forward_inline, _relu, \
     _relu_grad, activation_backward
 from kernels_numba.cpu.gemm import SPLIT_MIN_MACS, _thread_buffer, gemm_calls, product_scratch
@@ -222,29 +225,17 @@ def matmul(c, a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, worksp
     c += prod
 
 
-def _dense_forward_calls(y, x, w, b=None, *, activation="linear"):
-    return product_calls(y, x, w) + bias_activation_calls(y, b, KIND_CODES[activation])
+@bound_op
+def dense_forward(y, x, w, b=None, *, activation="linear"):
+    return chain(product_calls(y, x, w) + bias_activation_calls(y, b, KIND_CODES[activation]))
 
 
-def _dense_backward_calls(dx, dw, db, dy, x, w, workspace=None, *, activation="linear",
-                          y=None):
+@bound_op
+def dense_backward(dx, dw, db, dy, x, w, workspace=None, *, activation="linear", y=None):
     dy, calls = masked_grad_calls(dy, y, activation)
     if dx is not None:
         calls += product_calls(dx, dy, w.T)
     calls += product_calls(dw, x.T, dy, accumulate=True)
     if db is not None and dy.size:
         calls += column_sums_calls(db, dy)
-    return calls
-
-
-def dense_forward(*args, **kwargs):
-    run_all(_dense_forward_calls(*args, **kwargs))
-
-
-def dense_backward(*args, **kwargs):
-    run_all(_dense_backward_calls(*args, **kwargs))
-
-
-# The bound forms a replayed launch plan calls (kernels_numba/launches.py)
-dense_forward.bind = lambda *args, **kwargs: chain(_dense_forward_calls(*args, **kwargs))
-dense_backward.bind = lambda *args, **kwargs: chain(_dense_backward_calls(*args, **kwargs))
+    return chain(calls)

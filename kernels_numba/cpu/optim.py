@@ -27,6 +27,7 @@ from numba.core import types
 
 from kernels_numba.cpu._parallel import (
     _pointer_intrinsic,
+    bound_op,
     f32_1d,
     f32_bits,
     f32_pointer,
@@ -34,7 +35,7 @@ from kernels_numba.cpu._parallel import (
     from_f32_bits,
     lazy_part,
     pack,
-    run_parts,
+    part_call,
 )
 
 _ZERO = np.float32(0.0)
@@ -336,10 +337,10 @@ _packed = {}
 _PACKED_MAX = 512
 
 
-def run_update(part, head_parts, slots, constants):
-    """Run `part` over w (the first array) with the head's arrays and entries, then the
-    op's slots and constants (floats become float32 bits, others ints): serially, or
-    split across threads when large."""
+def update_call(part, head_parts, slots, constants):
+    """`part` over w (the first array) with the head's arrays and entries, then the op's
+    slots and constants (floats become float32 bits, others ints), as a Bound call: one
+    block, or split across threads when large."""
     (arrays, entries) = head_parts
     if isinstance(part, tuple):  # (plain, segmented): see update_parts
         part = part[1] if entries[1] == SCALE_SEGMENTS else part[0]
@@ -355,35 +356,37 @@ def run_update(part, head_parts, slots, constants):
             _packed.clear()
         hit = _packed[key] = ([weakref.ref(a) for a in arrays], entries, args,
                               args.ctypes.data)
-    if arrays[0].size >= PARALLEL_MIN_SIZE and numba.get_num_threads() > 1:
-        run_parts(part, hit[2])
-    else:
-        if part._serial is None:  # (lazy_part.serial without its per-call address lookup)
-            part.address
-        part._serial(hit[3], 0, 1)
+    threads = numba.get_num_threads()
+    return part_call(part, hit[2], threads if arrays[0].size >= PARALLEL_MIN_SIZE and
+                     threads > 1 else 1, arrays)
 
 
+@bound_op
 def sgd_update(w, g, velocity, *, scalars, momentum, nesterov, zero_grad, grad):
     use_velocity = velocity is not None
-    run_update(_sgd_part, head(w, g, scalars, grad, zero_grad),
-               (velocity if use_velocity else w,),
-               (momentum, bool(nesterov), use_velocity))
+    return update_call(_sgd_part, head(w, g, scalars, grad, zero_grad),
+                       (velocity if use_velocity else w,),
+                       (momentum, bool(nesterov), use_velocity))
 
 
+@bound_op
 def adam_update(w, g, m, v, *, scalars, one_minus_beta_1, one_minus_beta_2, epsilon, zero_grad,
                 grad):
-    run_update(_adam_part, head(w, g, scalars, grad, zero_grad), (m, v),
-               (one_minus_beta_1, one_minus_beta_2, epsilon))
+    return update_call(_adam_part, head(w, g, scalars, grad, zero_grad), (m, v),
+                       (one_minus_beta_1, one_minus_beta_2, epsilon))
 
 
+@bound_op
 def rmsprop_update(w, g, velocity, momentum_buf, average_grad, *, scalars, rho, momentum,
                    epsilon, centered, zero_grad, grad):
     use_momentum = momentum_buf is not None
-    run_update(_rmsprop_part, head(w, g, scalars, grad, zero_grad),
-               (velocity, momentum_buf if use_momentum else w, average_grad if centered else w),
-               (rho, momentum, epsilon, bool(centered), use_momentum))
+    return update_call(_rmsprop_part, head(w, g, scalars, grad, zero_grad),
+                       (velocity, momentum_buf if use_momentum else w,
+                        average_grad if centered else w),
+                       (rho, momentum, epsilon, bool(centered), use_momentum))
 
 
+@bound_op
 def adagrad_update(w, g, accumulator, *, scalars, epsilon, zero_grad, grad):
-    run_update(_adagrad_part, head(w, g, scalars, grad, zero_grad), (accumulator,),
-               (epsilon,))
+    return update_call(_adagrad_part, head(w, g, scalars, grad, zero_grad), (accumulator,),
+                       (epsilon,))

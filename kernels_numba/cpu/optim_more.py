@@ -12,14 +12,14 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_1d, from_f32_bits
+from kernels_numba.cpu._parallel import bound_op, f32_1d, from_f32_bits
 from kernels_numba.cpu.optim import (
     grad_mode,
     head,
-    run_update,
     scaled_clipped,
     segment_grad,
     span,
+    update_call,
     update_parts,
     view,
 )
@@ -221,28 +221,34 @@ def _ftrl_parts(segmented):
 _ftrl_part = update_parts(_ftrl_parts)
 
 
-def _run(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=_ZERO, c2=_ZERO):
-    run_update(part, head(w, g, scalars, grad, zero_grad), (slot_a, slot_b),
-               (np.float32(c0), np.float32(c1), np.float32(c2)))
+def _call(part, w, g, slot_a, slot_b, scalars, zero_grad, grad, c0, c1=_ZERO, c2=_ZERO):
+    return update_call(part, head(w, g, scalars, grad, zero_grad), (slot_a, slot_b),
+                       (np.float32(c0), np.float32(c1), np.float32(c2)))
 
 
+@bound_op
 def nadam_update(w, g, m, v, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
-    _run(_nadam_part, w, g, m, v, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
+    return _call(_nadam_part, w, g, m, v, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
 
 
+@bound_op
 def adamax_update(w, g, m, u, *, scalars, beta_1, beta_2, epsilon, zero_grad, grad):
-    _run(_adamax_part, w, g, m, u, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
+    return _call(_adamax_part, w, g, m, u, scalars, zero_grad, grad, beta_1, beta_2, epsilon)
 
 
+@bound_op
 def adadelta_update(w, g, accumulated_grad, accumulated_delta, *, scalars, rho, epsilon,
                     zero_grad, grad):
-    _run(_adadelta_part, w, g, accumulated_grad, accumulated_delta, scalars, zero_grad, grad,
-         rho, epsilon)
+    return _call(_adadelta_part, w, g, accumulated_grad, accumulated_delta, scalars, zero_grad,
+                 grad, rho, epsilon)
 
 
+@bound_op
 def lion_update(w, g, m, *, scalars, beta_1, beta_2, zero_grad, grad):
-    _run(_lion_part, w, g, m, m, scalars, zero_grad, grad, beta_1, beta_2)
+    return _call(_lion_part, w, g, m, m, scalars, zero_grad, grad, beta_1, beta_2)
 
 
+@bound_op
 def ftrl_update(w, g, accumulator, linear, *, scalars, power, l1, two_shrink, zero_grad, grad):
-    _run(_ftrl_part, w, g, accumulator, linear, scalars, zero_grad, grad, power, l1, two_shrink)
+    return _call(_ftrl_part, w, g, accumulator, linear, scalars, zero_grad, grad, power, l1,
+                 two_shrink)

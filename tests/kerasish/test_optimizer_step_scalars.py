@@ -64,15 +64,15 @@ def _record(monkeypatch, device, calls):
             monkeypatch.setattr(module, "launch", launch)
         return
 
-    def run_update(part, head, slots, constants, _run=cpu_optim.run_update):
+    def update_call(part, head, slots, constants, _call=cpu_optim.update_call):
         arrays, entries = head[0] + tuple(slots), head[1] + tuple(constants)
         packed = pack(*[a.reshape(a.size) for a in arrays], *entries)
         named = part[0] if isinstance(part, tuple) else part  # (plain, segmented) parts
         calls.append((named.py_func.__name__, tuple(packed.tolist())))
-        _run(part, head, slots, constants)
+        return _call(part, head, slots, constants)
 
     for module in (cpu_optim, cpu_optim_more):
-        monkeypatch.setattr(module, "run_update", run_update)
+        monkeypatch.setattr(module, "update_call", update_call)
 
 
 def _variables(device, block):
@@ -135,12 +135,12 @@ def _capture(monkeypatch, device, replays):
             monkeypatch.setattr(module, "launch", launch)
         return
 
-    def run_update(part, head, slots, constants, _run=cpu_optim.run_update):
-        replays.append(lambda: _run(part, head, slots, constants))
-        _run(part, head, slots, constants)
+    def update_call(part, head, slots, constants, _call=cpu_optim.update_call):
+        replays.append(lambda: _call(part, head, slots, constants)())
+        return _call(part, head, slots, constants)
 
     for module in (cpu_optim, cpu_optim_more):
-        monkeypatch.setattr(module, "run_update", run_update)
+        monkeypatch.setattr(module, "update_call", update_call)
 
 
 @pytest.mark.parametrize("case", ["sgd_nesterov", "adamw_clipnorm", "nadam", "ftrl"])
