@@ -228,7 +228,7 @@ class Executor:
         model = self.model
         s = self._begin(x, y)
         for f in self.fused.values():
-            f.layer.defer_softmax(True)  # its logits go to the fused loss (engine/fused_loss.py)
+            f.defer(True)  # its logits go to the fused loss (engine/fused_loss.py)
         reg = self.penalties
         try:
             reg.begin()
@@ -275,7 +275,7 @@ class Executor:
                 launch_plan.remember(self, s, TRAIN, *lists)
         finally:
             for f in self.fused.values():
-                f.layer.defer_softmax(False)
+                f.defer(False)
             self._end(x)
 
     def test_step(self, x, y):

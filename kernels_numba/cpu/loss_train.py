@@ -12,8 +12,8 @@ import math
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import (f32_1d, f32_2d, f32_bits, from_f32_bits, i32_1d,
-                                         lazy_part, pack)
+from kernels_numba.cpu._parallel import (bound_op, f32_1d, f32_2d, f32_bits, from_f32_bits,
+                                         i32_1d, lazy_part, pack, part_call)
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -23,14 +23,19 @@ _NAN = np.float32(np.nan)
 _NO_MATCH = np.zeros(1, np.float32)
 
 
-def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n):
-    """Softmax, clipped sparse CE, argmax match and the logits gradient of one row.
+def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, from_logits, n):
+    """Softmax, sparse CE, argmax match and the logits gradient of one row.
 
-    Returns (loss, match). probs as the softmax activation; loss as
-    sparse_ce_forward_row on those probs; dlogits = scale * (probs - onehot) while the
-    clip is inactive (the gradient of the clipped loss through the softmax), else 0.
+    Returns (loss, match). probs as the softmax activation. Probabilities' CE (from_logits
+    false): loss as sparse_ce_forward_row on those probs; dlogits = scale * (probs -
+    onehot) while the clip is inactive (the gradient of the clipped loss through the
+    softmax), else 0. From logits: loss = logsumexp - z[label] (softmax_ce_forward_row's,
+    no clip) and dlogits = scale * (probs - onehot).
     """
     k = logits.shape[1]
+    label = labels[n]
+    valid = label >= 0 and label < k
+    z_label = logits[n, label] if valid else _ZERO  # read before probs may overwrite logits
     m = logits[n, 0]
     for j in range(1, k):
         if logits[n, j] > m:  # a NaN is skipped here and reaches the sum below
@@ -51,18 +56,22 @@ def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n):
         if j == 0 or p > best:  # first maximum, as count_argmax_matches
             best = p
             arg = j
-    label = labels[n]
-    if label < 0 or label >= k:  # never an index: NaN loss, zero gradient, no match
+    if not valid:  # never an index: NaN loss, zero gradient, no match
         for j in range(k):
             dlogits[n, j] = _ZERO
         return _NAN, _ZERO
+    match = _ONE if arg == label else _ZERO
+    if from_logits:
+        for j in range(k):
+            dlogits[n, j] = scale * (probs[n, j] - (_ONE if j == label else _ZERO))
+        return math.log(total) + m - z_label, match
     q = probs[n, label] / s
     inside = not (q < _EPS or q > _ONE_MINUS_EPS)  # NaN is inside: NaN gradient
     q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)
     for j in range(k):
         d = probs[n, j] - (_ONE if j == label else _ZERO)
         dlogits[n, j] = scale * d if inside else _ZERO
-    return -math.log(q), (_ONE if arg == label else _ZERO)
+    return -math.log(q), match
 
 
 _softmax_sparse_ce_train_row = numba.njit(inline="always")(softmax_sparse_ce_train_row)
@@ -70,26 +79,30 @@ _softmax_sparse_ce_train_row = numba.njit(inline="always")(softmax_sparse_ce_tra
 
 @lazy_part
 def _rows_softmax_sparse_ce_train(args, p, parts):
-    # (probs, dlogits, logits 2-D; loss_acc, match_acc, labels 1-D; scale bits) packed.
+    # (probs, dlogits, logits 2-D; loss_acc, match_acc, labels 1-D; scale bits,
+    # from_logits) packed.
     # A part (a cfunc), not a dispatcher over seven arrays: no argument unboxing to
-    # compile (0.58 -> 0.4 CPU s cold). Always one block: rows in order, float32
+    # compile (0.58 -> 0.51 CPU s cold). Always one block: rows in order, float32
     # partial sums, the same bits every run.
-    a = numba.carray(args, 16)
+    a = numba.carray(args, 17)
     probs, dlogits, logits = f32_2d(a, 0), f32_2d(a, 3), f32_2d(a, 6)
     loss_acc, match_acc, labels = f32_1d(a, 9), f32_1d(a, 11), i32_1d(a, 13)
-    scale = from_f32_bits(a[15])
+    scale, from_logits = from_f32_bits(a[15]), a[16] != 0
     total = _ZERO
     matches = _ZERO
     for n in range(probs.shape[0]):
-        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n)
+        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale,
+                                                   from_logits, n)
         total += loss
         matches += match
     loss_acc[0] += total
     match_acc[0] += matches
 
 
+@bound_op
 def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
-                            workspace=None):
+                            workspace=None, from_logits=False):
     match_acc = _NO_MATCH if match_acc is None else match_acc  # discarded
-    _rows_softmax_sparse_ce_train.serial(pack(probs, dlogits, logits, loss_acc, match_acc,
-                                              labels, f32_bits(scale)))
+    arrays = (probs, dlogits, logits, loss_acc, match_acc, labels)
+    return part_call(_rows_softmax_sparse_ce_train,
+                     pack(*arrays, f32_bits(scale), int(bool(from_logits))), 1, arrays)

@@ -123,9 +123,9 @@ def _pointwise_backward_kernel(dx, x, targets, coef, kind):
 
 
 @kernel(f"void({F32_2D}, {F32_2D}, {F32_1D}, {F32_1D}, {F32_2D}, {I32_1D}, float32, int32, "
-        f"{F32_1D}, int32[::1])")
+        f"int32, {F32_1D}, int32[::1])")
 def _softmax_sparse_ce_train_kernel(probs, dlogits, loss_acc, match_acc, logits, labels, scale,
-                                    has_match, part, ctr):
+                                    from_logits, has_match, part, ctr):
     buf = cuda.shared.array(BLOCK, float32)
     last = cuda.shared.array(1, np.int32)
     if cuda.blockDim.x > BLOCK:  # larger than the shared buffer: refuse, never overrun
@@ -134,7 +134,8 @@ def _softmax_sparse_ce_train_kernel(probs, dlogits, loss_acc, match_acc, logits,
     loss_sum = float32(0.0)
     match_sum = float32(0.0)
     for n in range(cuda.grid(1), probs.shape[0], cuda.gridsize(1)):
-        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, n)
+        loss, match = _softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale,
+                                                   from_logits != 0, n)
         loss_sum += loss
         match_sum += match
     loss_sum = block_sum(buf, loss_sum)
@@ -273,7 +274,7 @@ def mse_backward(dpred, pred, targets, *, scale):
 
 
 def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
-                            workspace=None):
+                            workspace=None, from_logits=False):
     n = probs.shape[0]
     blocks = min(ceil_div(n, BLOCK), TRAIN_MAX_BLOCKS)
     part = loss_acc
@@ -281,4 +282,4 @@ def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
         part = cached_scratch(2 * blocks) if workspace is None else workspace
     launch(_softmax_sparse_ce_train_kernel, blocks, BLOCK, probs, dlogits, loss_acc,
            loss_acc if match_acc is None else match_acc, logits, labels, float32(scale),
-           np.int32(match_acc is not None), part, _tile_counters(1))
+           np.int32(bool(from_logits)), np.int32(match_acc is not None), part, _tile_counters(1))

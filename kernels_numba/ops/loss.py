@@ -321,7 +321,7 @@ def softmax_sparse_ce_train_workspace_shape(n):
 
 
 def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels, *, scale,
-                            workspace=None):
+                            workspace=None, from_logits=False):
     """One training step of softmax + sparse categorical CE, fused (one CUDA launch).
 
     probs = softmax(logits) row-wise (as ops.activation_forward's softmax);
@@ -329,7 +329,10 @@ def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
     (the row losses of sparse_categorical_crossentropy_forward); match_acc[0] +=
     #{n: argmax(probs[n]) == labels[n]} (first maximum, as count_argmax_matches);
     dlogits = scale * (probs - onehot(labels)) where the clip is inactive, 0 where it is
-    active (the gradient of the clipped loss through the softmax). A label outside
+    active (the gradient of the clipped loss through the softmax). With from_logits=True
+    the loss is Keras's from-logits one, logsumexp(logits[n]) - logits[n, label] (the row
+    losses of softmax_cross_entropy_forward, no clip), and dlogits = scale * (probs -
+    onehot(labels)) everywhere. A label outside
     [0, K) gives a NaN loss (so loss_acc turns NaN), a zero gradient row and no match;
     it is never used as an index. The sums are deterministic (fixed order).
 
@@ -343,6 +346,7 @@ def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
         scale: gradient factor (1/N for a batch mean).
         workspace: optional (S,) float32 scratch, S from
             softmax_sparse_ce_train_workspace_shape (CUDA with many rows; the CPU ignores it).
+        from_logits: the loss of SparseCategoricalCrossentropy(from_logits=True).
     """
     op = "softmax_sparse_ce_train"
     n, k = _classes(op, "logits", logits)
@@ -364,4 +368,4 @@ def softmax_sparse_ce_train(probs, dlogits, loss_acc, match_acc, logits, labels,
     fn = impl(op, FAMILY, probs=probs, dlogits=dlogits, loss_acc=loss_acc, match_acc=match_acc,
               logits=logits, labels=labels, workspace=workspace)
     fn(probs, dlogits, loss_acc, match_acc, logits, labels, scale=_scale(op, scale),
-       workspace=workspace)
+       workspace=workspace, from_logits=bool(from_logits))

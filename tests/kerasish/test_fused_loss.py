@@ -55,6 +55,32 @@ def test_fused_training_equals_the_unfused_chain():
         assert lf[k] == pytest.approx(lu[k], rel=1e-5), k
 
 
+def _logits_mlp(seed=0, from_logits=True):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((6,)), layers.Dense(5, activation="relu"),
+                              layers.Dense(4)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits),
+                  metrics=["accuracy"])
+    return model
+
+
+def test_a_logits_head_with_from_logits_trains_fused_as_the_unfused_chain():
+    # Keras's usual classifier head: a linear Dense and from_logits=True. The output stays
+    # the logits (predict, evaluate and the test plan are unfused as before).
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((9, 6)).astype(np.float32), rng.integers(0, 4, 9)
+    (wf, lf), (wu, lu) = _train(_logits_mlp(), True, x, y), _train(_logits_mlp(), False, x, y)
+    for a, b in zip(wf, wu):  # the same gradient formula: the same weights bit for bit
+        np.testing.assert_array_equal(a, b)
+    assert lf.keys() == lu.keys() and lf["accuracy"] == lu["accuracy"]
+    assert lf["loss"] == pytest.approx(lu["loss"], rel=1e-6)
+    model = _logits_mlp()
+    model.fit(x, y, batch_size=9, epochs=1, verbose=0)
+    out = model.predict(x, verbose=0)
+    assert out.shape == (9, 4) and not np.allclose(out.sum(axis=1), 1.0)  # logits, not probs
+    assert not _logits_mlp(from_logits=False)._executor(9, "train").fused  # not probabilities
+
+
 def test_not_fused_when_weighted_logits_or_a_second_consumer():
     model = _mlp()
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))

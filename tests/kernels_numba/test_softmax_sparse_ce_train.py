@@ -24,14 +24,16 @@ def _ref_losses(z, labels):
     return -np.log(q)
 
 
-def _run(device, z, labels, *, loss0=1.5, match0=2.0, with_match=True, workspace=None):
+def _run(device, z, labels, *, loss0=1.5, match0=2.0, with_match=True, workspace=None,
+         from_logits=False):
     n, k = z.shape
     probs = on(device, np.full((n, k), np.nan, np.float32))
     dz = on(device, np.full((n, k), np.nan, np.float32))
     loss_acc = on(device, np.array([loss0], np.float32))
     match_acc = on(device, np.array([match0], np.float32)) if with_match else None
     ops.softmax_sparse_ce_train(probs, dz, loss_acc, match_acc, on(device, z),
-                                on(device, labels), scale=SCALE, workspace=workspace)
+                                on(device, labels), scale=SCALE, workspace=workspace,
+                                from_logits=from_logits)
     return host(probs), host(dz), host(loss_acc)[0], \
         (host(match_acc)[0] if with_match else None)
 
@@ -130,6 +132,66 @@ def test_equals_the_unfused_chain(device):
     assert_close(f_loss, host(loss_acc)[0], rtol=1e-6, atol=1e-6, what="loss")
     assert f_match == host(match_acc)[0]
     assert_close(f_dz, host(dz), rtol=0, atol=1e-6, what="dlogits")
+
+
+def _ref_logit_losses(z, labels):
+    z = z.astype(np.float64)
+    m = z.max(axis=1)
+    return np.log(np.exp(z - m[:, None]).sum(axis=1)) + m - z[np.arange(len(z)), labels]
+
+
+@pytest.mark.parametrize("nk", [(1, 2), (7, 5), (150, 3)], ids=str)
+def test_from_logits_values_against_float64(device, nk):
+    # Keras's from-logits loss: logsumexp - z[label], no clip, so a confident row keeps
+    # its gradient and a hopeless one a large finite loss (the probability path clips)
+    n, k = nk
+    z, labels = _case(n, k, seed=n + 2 * k)
+    z[0] = 0.0
+    z[0, labels[0]] = 60.0 if n > 1 else -60.0
+    probs, dz, loss, match = _run(device, z, labels, from_logits=True)
+    p64 = _softmax(z.astype(np.float64))
+    assert_close(probs, p64, rtol=1e-5, atol=1e-6, what="probs")
+    assert np.isfinite(loss)
+    assert_close(loss, 1.5 + _ref_logit_losses(z, labels).sum(), rtol=1e-5, atol=1e-5,
+                 what="loss sum")
+    assert match == 2.0 + np.sum(np.argmax(probs, axis=1) == labels)
+    assert_close(dz, SCALE * (p64 - np.eye(k)[labels]), rtol=1e-5, atol=1e-6, what="dlogits")
+
+
+def test_from_logits_gradient_matches_finite_differences(device):
+    z, labels = _case(4, 5, seed=21)
+
+    def total(v):
+        return SCALE * _ref_logit_losses(v, labels).sum()
+
+    _, dz, _, _ = _run(device, z, labels, from_logits=True)
+    assert_close(dz, numeric_grad(total, z.astype(np.float64)), rtol=1e-4, atol=1e-5,
+                 what="dlogits vs finite differences")
+
+
+def test_from_logits_equals_the_unfused_chain(device):
+    """softmax_cross_entropy_forward -> sum_into / count_argmax_matches ->
+    softmax_cross_entropy_backward (SparseCategoricalCrossentropy(from_logits=True))."""
+    n, k = 9, 6
+    z, labels = _case(n, k, seed=13)
+    labels[3] = k  # out of range: NaN loss, zero gradient, no match, in both
+    zd, ld = on(device, z), on(device, labels)
+    probs, losses = on(device, np.zeros((n, k), np.float32)), on(device, np.zeros(n, np.float32))
+    ops.softmax_cross_entropy_forward(losses, probs, zd, ld)
+    loss_acc, match_acc = on(device, np.zeros(1, np.float32)), on(device, np.zeros(1, np.float32))
+    ops.sum_into(loss_acc, losses)
+    ops.count_argmax_matches(match_acc, zd, ld)
+    dz = on(device, np.zeros((n, k), np.float32))
+    ops.softmax_cross_entropy_backward(dz, probs, ld, scale=SCALE)
+    f_probs, f_dz, f_loss, f_match = _run(device, z, labels, loss0=0.0, match0=0.0,
+                                          from_logits=True)
+    assert np.isnan(f_loss) and np.isnan(host(loss_acc)[0])
+    assert_close(f_probs, host(probs), rtol=0, atol=1e-6, what="probs")
+    assert f_match == host(match_acc)[0]
+    np.testing.assert_array_equal(f_dz, host(dz))  # the same formula, bit for bit
+    ok = np.arange(n) != 3
+    _, _, f_loss_ok, _ = _run(device, z[ok], labels[ok], loss0=0.0, from_logits=True)
+    assert_close(f_loss_ok, host(losses)[ok].sum(), rtol=1e-6, atol=1e-6, what="loss")
 
 
 @pytest.mark.cudasim
