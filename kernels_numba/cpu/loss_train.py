@@ -60,18 +60,16 @@ def softmax_sparse_ce_train_row(probs, dlogits, logits, labels, scale, from_logi
         for j in range(k):
             dlogits[n, j] = _ZERO
         return _NAN, _ZERO
-    match = _ONE if arg == label else _ZERO
-    if from_logits:
-        for j in range(k):
-            dlogits[n, j] = scale * (probs[n, j] - (_ONE if j == label else _ZERO))
-        return math.log(total) + m - z_label, match
     q = probs[n, label] / s
-    inside = not (q < _EPS or q > _ONE_MINUS_EPS)  # NaN is inside: NaN gradient
+    # NaN is inside: NaN gradient. From logits nothing is clipped. (One gradient loop for
+    # both losses: a smaller compile.)
+    inside = from_logits or not (q < _EPS or q > _ONE_MINUS_EPS)
     q = _EPS if q < _EPS else (_ONE_MINUS_EPS if q > _ONE_MINUS_EPS else q)
     for j in range(k):
         d = probs[n, j] - (_ONE if j == label else _ZERO)
         dlogits[n, j] = scale * d if inside else _ZERO
-    return -math.log(q), match
+    loss = (math.log(total) + m - z_label) if from_logits else -math.log(q)
+    return loss, (_ONE if arg == label else _ZERO)
 
 
 _softmax_sparse_ce_train_row = numba.njit(inline="always")(softmax_sparse_ce_train_row)
