@@ -98,6 +98,18 @@ def _timed_calls(timers, name, make, shapes=False):
     return calls
 
 
+def _timed_op(timers, bucket, fn):
+    """fn under the timer `bucket`; its bound form (what a replayed plan runs) too."""
+    timed = timers.wrap(bucket, fn)
+    bind = getattr(fn, "bind", None)
+    if bind is not None:
+        from kernels_numba.cpu._parallel import Bound
+
+        timed.bind = lambda *args, **kwargs: Bound(timers.wrap(bucket, bind(*args, **kwargs)),
+                                                   ())
+    return timed
+
+
 def _patch(timers, model):
     """Install the timers; returns the undo function."""
 
@@ -125,7 +137,7 @@ def _patch(timers, model):
     for (device, family, op), fn in table.items():
         if device == "cpu":
             bucket = f"{family}: other" if family in ("conv2d", "dense") else family
-            dispatch._cache[(device, family, op)] = timers.wrap(bucket, fn)
+            dispatch._cache[(device, family, op)] = _timed_op(timers, bucket, fn)
     _drop_launch_plans(model)
 
     def restore():
