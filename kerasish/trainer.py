@@ -104,6 +104,8 @@ class Trainer(CompileState, DataPlans):
         except BaseException:
             cbs.close()  # no half-drawn bar after an interrupt or an error
             raise
+        finally:
+            self._train_loader = None  # it holds the training arrays: not past fit
         return self.history
 
     def _validation_loader(self, data, batch_size):

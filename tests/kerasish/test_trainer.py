@@ -131,6 +131,20 @@ def test_memory_stays_flat_over_epochs():
     assert threading.active_count() <= threads  # fit leaves no thread behind
 
 
+def test_fit_keeps_no_reference_to_the_training_data():
+    # a model outlives its fit: it must not hold the arrays (Keras does not)
+    import weakref
+
+    x, y = blobs(n=64)
+    model = mlp()
+    refs = [weakref.ref(x), weakref.ref(y)]
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0,
+              callbacks=[keras.callbacks.LambdaCallback()])
+    del x, y
+    gc.collect()
+    assert [r() is None for r in refs] == [True, True]
+
+
 def test_accuracy_resolution_and_from_logits():
     x, y = blobs()
     model = mlp(optimizer=optimizers.SGD(learning_rate=0.1),
