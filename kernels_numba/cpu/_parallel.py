@@ -15,8 +15,12 @@ called a separately compiled njit kernel would make LLVM optimise the kernel twi
 numba re-optimises callees linked into each caller.)
 
 The argument vector: arrays as (address, shape...) entries (`pack`), scalars as int64;
-float scalars go bit-cast (`f32_bits` / `from_f32_bits`). Parts are compiled lazily,
-on first use (`lazy_part`), so a model compiles only the kernels it runs.
+float scalars go bit-cast (`f32_bits` / `from_f32_bits`); a part views its arrays through
+intrinsics (`f32_4d(a, k)` ...: LLVM, no inlined helper to re-type). Parts are compiled
+lazily, on first use (`lazy_part`), so a model compiles only the kernels it runs.
+
+Bound calls (`Bound`, `part_call`, `chain`, `bound_op`): an op's work with every decision
+taken (pointers, packed vector, split), which a replayed CPU launch plan repeats.
 """
 
 import ctypes
