@@ -3,12 +3,10 @@ as in Keras 3 the call re-runs the base's shape inference on the new input shape
 its output is concrete, Flatten and Dense build after it, and the outer model is
 static (one plan; the nested calls bind the sizes that follow from its input)."""
 
-import os
-
 import numpy as np
-import pytest
 
 import kerasish as keras
+from tests.kerasish.keras3 import real_keras
 
 L = keras.layers
 SIZE = (40, 40, 3)
@@ -136,15 +134,6 @@ def test_nested_predict_on_device(on_device, rng):
 
 # -- beside real Keras 3 -----------------------------------------------------------
 
-def _real():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="interop tests need torch")
-    real = pytest.importorskip("keras", reason="interop tests need Keras 3")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"interop tests need Keras 3; found {real.__version__}")
-    return real
-
-
 def _shape_column(model):
     lines = []
     model.summary(print_fn=lambda line, *args, **kwargs: lines.append(line))
@@ -154,7 +143,7 @@ def _shape_column(model):
 
 
 def test_shapes_equal_keras():
-    real = _real()
+    real = real_keras()
     theirs, (t_features, t_flat) = _transfer(real, _base(real))
     ours, (o_features, o_flat) = _transfer(keras, _base(keras))
     assert o_features.shape == tuple(t_features.shape)
@@ -172,7 +161,7 @@ def test_shapes_equal_keras():
 
 def test_xception_base_on_a_known_size_equals_keras():
     """The applications' default (None, None, 3) input, then Flatten: Keras's shapes."""
-    real = _real()
+    real = real_keras()
     shapes, params = [], []
     for M in (real, keras):
         base = M.applications.Xception(weights=None, include_top=False)
@@ -186,7 +175,7 @@ def test_xception_base_on_a_known_size_equals_keras():
 
 
 def test_summary_shows_the_nested_calls_concrete_shape_as_keras():
-    real = _real()
+    real = real_keras()
     theirs, _ = _transfer(real, _base(real))
     ours, _ = _transfer(keras, _base(keras))
     assert _shape_column(ours)[1] == _shape_column(theirs)[1] == "(None, 10, 10, 8)"
@@ -225,8 +214,8 @@ def _files_cross(real, make_base, tmp_path, rng):
 
 
 def test_saved_files_cross_with_keras(tmp_path, rng):
-    _files_cross(_real(), _sequential_base, tmp_path, rng)
+    _files_cross(real_keras(), _sequential_base, tmp_path, rng)
 
 
 def test_saved_files_with_a_nested_functional_cross_with_keras(tmp_path, rng):
-    _files_cross(_real(), _base, tmp_path, rng)
+    _files_cross(real_keras(), _base, tmp_path, rng)

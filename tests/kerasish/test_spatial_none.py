@@ -3,12 +3,11 @@ default input of the applications without their top): built symbolically with Ke
 None output shapes, run on each batch's image size (one plan per size), saved and
 loaded across real Keras 3 (torch backend)."""
 
-import os
-
 import numpy as np
 import pytest
 
 import kerasish as keras
+from tests.kerasish.keras3 import real_keras
 
 L = keras.layers
 
@@ -215,17 +214,8 @@ def test_none_spatial_predict_on_device(on_device, rng):
 
 # -- beside real Keras 3 -----------------------------------------------------------
 
-def _real():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="interop tests need torch")
-    real = pytest.importorskip("keras", reason="interop tests need Keras 3")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"interop tests need Keras 3; found {real.__version__}")
-    return real
-
-
 def test_layer_shapes_equal_keras():
-    real = _real()
+    real = real_keras()
     cases = [
         (lambda M: M.Conv2D(4, 3, strides=2, padding="same"), (None, None, 3)),
         (lambda M: M.Conv2DTranspose(4, 3, strides=2), (None, None, 3)),
@@ -250,7 +240,7 @@ def test_layer_shapes_equal_keras():
 @pytest.mark.parametrize("name", ["Xception", "ResNet50", "MobileNetV2", "VGG16",
                                   "EfficientNetB0"])
 def test_applications_default_to_none_spatial_input(name):
-    real = _real()
+    real = real_keras()
     theirs = getattr(real.applications, name)(weights=None, include_top=False)
     ours = getattr(keras.applications, name)(weights=None, include_top=False)
     assert ours.inputs[0].shape == tuple(theirs.inputs[0].shape) == (None, None, None, 3)
@@ -264,7 +254,7 @@ def test_applications_default_to_none_spatial_input(name):
 
 
 def test_saved_files_cross_with_keras(tmp_path, rng):
-    real = _real()
+    real = real_keras()
     ours = _sequential((None, None, 3))
     x = rng.standard_normal((2, 9, 7, 3)).astype(np.float32)
     want = ours.predict(x, verbose=0)  # run first: the file keeps the None shapes
