@@ -76,13 +76,6 @@ def _by_shape(timers, key, fn):
     return timed
 
 
-def _timed_gemm(timers, gemm):
-    def timed(c, a, b, *, accumulate=False):
-        _by_shape(timers, _shape_key(c, a, b, accumulate), gemm)(c, a, b, accumulate=accumulate)
-
-    return timed
-
-
 def _timed_calls(timers, name, make, shapes=False):
     """make(...)'s Bound calls, each run under the timer `name` (and, for gemm_calls, its
     shape: one product is one shape entry however many calls it takes)."""
@@ -94,6 +87,19 @@ def _timed_calls(timers, name, make, shapes=False):
             key = _shape_key(c, a, b, kwargs.get("accumulate", False))
             out = [Bound(_by_shape(timers, key, chain(out)), ())]
         return out
+
+    return calls
+
+
+def _timed_conv_part(timers, conv2d):
+    """conv2d's im2col / col2im loops as Bound calls timed under their own names."""
+    from kernels_numba.cpu._parallel import Bound
+
+    make = conv2d._conv_part_calls
+
+    def calls(mode, *args):
+        name = "col2im" if mode == conv2d.COL2IM else "im2col"
+        return [Bound(timers.wrap(name, call), ()) for call in make(mode, *args)]
 
     return calls
 
@@ -122,15 +128,10 @@ def _patch(timers, model):
         undo.append((obj, name, getattr(obj, name)))
         setattr(obj, name, value)
 
-    setattr_undo(conv2d, "gemm", timers.wrap("gemm", _timed_gemm(timers, conv2d.gemm)))
-    if hasattr(dense, "product_calls"):  # dense's products (small ones: np.matmul) as
-        setattr_undo(dense, "product_calls",  # Bound calls, each timed when it runs
-                     _timed_calls(timers, "gemm", dense.product_calls))
-        setattr_undo(dense, "gemm_calls", _timed_calls(timers, "gemm", dense.gemm_calls, True))
-    for name in ("_im2col", "_im2col_t_single_channel"):
-        if hasattr(conv2d, name):
-            setattr_undo(conv2d, name, timers.wrap("im2col", getattr(conv2d, name)))
-    setattr_undo(conv2d, "_col2im", timers.wrap("col2im", conv2d._col2im))
+    for module in (conv2d, dense):  # GEMMs as Bound calls, each timed when it runs
+        setattr_undo(module, "gemm_calls", _timed_calls(timers, "gemm", module.gemm_calls, True))
+    setattr_undo(dense, "product_calls", _timed_calls(timers, "gemm", dense.product_calls))
+    setattr_undo(conv2d, "_conv_part_calls", _timed_conv_part(timers, conv2d))
     # Every CPU implementation the warm-up used, timed in dispatch's table; the captured
     # launch plans are dropped so the steps capture (and replay) the timed ones.
     table = dict(dispatch._cache)

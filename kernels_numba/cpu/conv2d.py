@@ -6,8 +6,8 @@ so w (KH, KW, C, F) viewed as (K, F) multiplies it directly:
   backward-data:    dcol(M, K) = dy @ w.T, then dx = col2im(dcol) (per-sample scatter)
   backward-filter:  dw(K, F) += col.T @ dy
 A 1x1, stride-1 convolution skips im2col: col is x itself. A one-channel input
-stores col transposed, (K, M), which is much faster to build (see
-_im2col_t_single_channel); BLAS takes the transposed view at no cost. Its K rows get a row of ones
+stores col transposed, (K, M), which is much faster to build (the IM2COL_T
+loop); BLAS takes the transposed view at no cost. Its K rows get a row of ones
 below them, so backward-filter's one GEMM also gives the bias gradient,
 [dw; db] = col_t_ones @ dy: the separate column-sum pass over dy cost as much as the
 whole K = 9 weight GEMM of the first conv, 0.4 ms of a step (for C > 1 the same trick
@@ -15,14 +15,16 @@ lost: an (M, K+1) col slows the forward and the odd K+1 weight GEMM more than it
 leaves col in the workspace, so backward-filter (columns_ready=True) reuses it.
 Dilation (dh, dw) moves tap (i, j) to input offset (i*dh, j*dw); at (1, 1) every index
 is the one the undilated loops computed, so those results are unchanged bit for bit.
-GEMMs go through kernels_numba.cpu.gemm.
+GEMMs go through kernels_numba.cpu.gemm. Each twin is a bound op: it returns its work
+as Bound calls (kernels_numba.cpu._parallel), which a replayed launch plan repeats.
 """
 
 import numba
 
-from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, lazy_part, pack, run
-from kernels_numba.cpu.dense import add_column_sums, bias_activation, masked_grad
-from kernels_numba.cpu.gemm import _thread_buffer, gemm
+from kernels_numba.cpu._parallel import (Bound, bound_op, chain, f32_2d, f32_3d, f32_4d,
+                                         lazy_part, pack, part_call, split)
+from kernels_numba.cpu.dense import bias_activation_calls, column_sums_calls, masked_grad_calls
+from kernels_numba.cpu.gemm import _thread_buffer, gemm_calls
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
@@ -118,98 +120,86 @@ def _conv_part(args, p, parts):
                                 x[b, ih, iw, ch] += col[m, base + ch]
 
 
-def _run_conv_part(mode, col, x4, geom):
-    run(_conv_part, pack(col, x4, mode, *geom), col.size)
+def _conv_part_calls(mode, col, x4, geom):
+    parts = numba.get_num_threads() if split(col.size) else 1
+    return [part_call(_conv_part, pack(col, x4, mode, *geom), parts, (col, x4))]
 
 
-def _im2col(col, x, *geom):
-    _run_conv_part(IM2COL, col, x, geom)
-
-
-def _im2col_t_single_channel(col_t, x3, *geom):
-    _run_conv_part(IM2COL_T, col_t, x3.reshape(*x3.shape, 1), geom)
-
-
-def _col2im(dx, col, *geom):
-    _run_conv_part(COL2IM, col, dx, geom)
-
-
-# launchers
+# launchers: each returns its work as one Bound chain (bound_op): a replayed CPU launch
+# plan repeats the chain with no geometry, views or thread split worked out again
 
 def _col_view(workspace, m, k):
     return workspace[: m * k].reshape(m, k)
 
 
-def _is_pointwise(kh, kw, sh, sw, pt, pl):
+def _is_pointwise(kh, kw, sh, sw, pt, pl, *_):
     return kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == 0 and pl == 0
 
 
-def _columns(workspace, x, m, k, geom, build=True):
-    """The GEMM operand holding x's windows: (M, K); for C == 1 a transposed view
-    (M, K + 1) whose last column is ones (not for a pointwise conv: x itself).
-
-    build=False returns the operand a forward already left in the workspace."""
-    kh, kw, sh, sw, pt, pl, ho, wo, dh, dw = geom
-    if _is_pointwise(kh, kw, sh, sw, pt, pl):
-        return x.reshape(m, k)
+def _columns_calls(workspace, x, m, k, geom, build=True):
+    """(the GEMM operand holding x's windows, the calls that fill it): (M, K); for C == 1
+    a transposed view (M, K + 1) whose last column is ones (not for a pointwise conv: x
+    itself). build=False: the operand a forward already left in the workspace."""
+    if _is_pointwise(*geom):
+        return x.reshape(m, k), []
     if x.shape[3] == 1:
         col_t = workspace[: m * (k + 1)].reshape(k + 1, m)
-        if build:
-            _im2col_t_single_channel(col_t[:k], x.reshape(x.shape[:3]), *geom)
-            col_t[k] = 1.0
-        return col_t.T
+        calls = [] if not build else _conv_part_calls(IM2COL_T, col_t[:k], x, geom) + [
+            Bound(col_t[k].fill, (1.0,))]
+        return col_t.T, calls
     col = _col_view(workspace, m, k)
-    if build:
-        _im2col(col, x, *geom)
-    return col
+    return col, (_conv_part_calls(IM2COL, col, x, geom) if build else [])
 
 
+def _setup(x_shape, w_shape, strides, padding, dilation_rate):
+    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
+        x_shape, w_shape, strides, padding, dilation_rate)
+    return n * ho * wo, kh * kw * c, f, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw)
+
+
+@bound_op
 def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
                    activation="linear", dilation_rate=(1, 1)):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
-        x.shape, w.shape, strides, padding, dilation_rate)
-    m, k = n * ho * wo, kh * kw * c
+    m, k, f, geom = _setup(x.shape, w.shape, strides, padding, dilation_rate)
     y2 = y.reshape(m, f)
-    col = _columns(workspace, x, m, k, (kh, kw, sh, sw, pt, pl, ho, wo, dh, dw))
-    gemm(y2, col[:, :k], w.reshape(k, f))
+    col, calls = _columns_calls(workspace, x, m, k, geom)
     # The dense epilogue (one compiled function for both layers' bias + activation).
-    bias_activation(y2, b, KIND_CODES[activation])
+    return chain(calls + gemm_calls(y2, col[:, :k], w.reshape(k, f))
+                 + bias_activation_calls(y2, b, KIND_CODES[activation]))
 
 
+@bound_op
 def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid",
                          dilation_rate=(1, 1), activation="linear", y=None):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, dh, dw = conv_plan(
-        dx.shape, w.shape, strides, padding, dilation_rate)
-    m, k = n * ho * wo, kh * kw * c
-    dy2, w2 = masked_grad(dy, y, activation).reshape(m, f), w.reshape(k, f)
-    if _is_pointwise(kh, kw, sh, sw, pt, pl):
-        gemm(dx.reshape(m, k), dy2, w2.T)
-        return
+    m, k, f, geom = _setup(dx.shape, w.shape, strides, padding, dilation_rate)
+    dy2, calls = masked_grad_calls(dy, y, activation)
+    dy2, w2 = dy2.reshape(m, f), w.reshape(k, f)
+    if _is_pointwise(*geom):
+        return chain(calls + gemm_calls(dx.reshape(m, k), dy2, w2.T))
     dcol = _col_view(workspace, m, k)
-    gemm(dcol, dy2, w2.T)
-    _col2im(dx, dcol, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw)
+    return chain(calls + gemm_calls(dcol, dy2, w2.T) + _conv_part_calls(COL2IM, dcol, dx, geom))
 
 
+@bound_op
 def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding="valid",
                            columns_ready=False, dilation_rate=(1, 1), activation="linear",
                            y=None):
-    n, h, wd, c, kh, kw, f, sh, sw, ho, wo, pt, pl, rh, rw = conv_plan(
-        x.shape, dw.shape, strides, padding, dilation_rate)
-    m, k = n * ho * wo, kh * kw * c
-    dy2 = masked_grad(dy, y, activation).reshape(m, f)
-    geom = (kh, kw, sh, sw, pt, pl, ho, wo, rh, rw)
-    col = _columns(workspace, x, m, k, geom, build=not columns_ready)
+    m, k, f, geom = _setup(x.shape, dw.shape, strides, padding, dilation_rate)
+    dy2, calls = masked_grad_calls(dy, y, activation)
+    dy2 = dy2.reshape(m, f)
+    col, build = _columns_calls(workspace, x, m, k, geom, build=not columns_ready)
+    calls = calls + build
+    dw2 = dw.reshape(k, f)
     if col.shape[1] == k:  # no ones column (C > 1, or pointwise: x itself)
-        gemm(dw.reshape(k, f), col.T, dy2, accumulate=True)
-        if db is not None:
-            add_column_sums(db, dy2)
-        return
+        calls += gemm_calls(dw2, col.T, dy2, accumulate=True)
+        return chain(calls + (column_sums_calls(db, dy2) if db is not None else []))
     if db is None:
-        gemm(dw.reshape(k, f), col[:, :k].T, dy2, accumulate=True)
-        return
+        return chain(calls + gemm_calls(dw2, col[:, :k].T, dy2, accumulate=True))
     # not product_scratch: dy2 may be masked_grad's result in it
     dwb = _thread_buffer("conv_dw_db", (k + 1) * f).reshape(k + 1, f)
-    gemm(dwb, col.T, dy2)
-    dw2 = dw.reshape(k, f)
-    dw2 += dwb[:k]
-    db += dwb[k]
+    return chain(calls + gemm_calls(dwb, col.T, dy2) + [Bound(_add_weight_and_bias, (dw2, db, dwb))])
+
+
+def _add_weight_and_bias(dw2, db, dwb):
+    dw2 += dwb[:-1]
+    db += dwb[-1]
