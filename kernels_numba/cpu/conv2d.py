@@ -23,7 +23,8 @@ import numba
 
 from kernels_numba.cpu._parallel import (Bound, bound_op, chain, f32_2d, f32_3d, f32_4d,
                                          lazy_part, pack, part_call, split)
-from kernels_numba.cpu.dense import bias_activation_calls, column_sums_calls, masked_grad_calls
+from kernels_numba.cpu.dense import (bias_activation_calls, column_sums_calls, masked_grad_calls,
+                                     relu_mask_and_sums_calls)
 from kernels_numba.cpu.gemm import _thread_buffer, gemm_calls
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
@@ -185,11 +186,15 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
                            columns_ready=False, dilation_rate=(1, 1), activation="linear",
                            y=None):
     m, k, f, geom = _setup(x.shape, dw.shape, strides, padding, dilation_rate)
+    col, build = _columns_calls(workspace, x, m, k, geom, build=not columns_ready)
+    dw2 = dw.reshape(k, f)
+    if col.shape[1] == k and activation == "relu" and db is not None and m:
+        # C > 1 (or pointwise): db from the ReLU mask's pass over dy
+        dy2, calls = relu_mask_and_sums_calls(dy, y, db)
+        return chain(calls + build + gemm_calls(dw2, col.T, dy2.reshape(m, f), accumulate=True))
     dy2, calls = masked_grad_calls(dy, y, activation)
     dy2 = dy2.reshape(m, f)
-    col, build = _columns_calls(workspace, x, m, k, geom, build=not columns_ready)
     calls = calls + build
-    dw2 = dw.reshape(k, f)
     if col.shape[1] == k:  # no ones column (C > 1, or pointwise: x itself)
         calls += gemm_calls(dw2, col.T, dy2, accumulate=True)
         return chain(calls + (column_sums_calls(db, dy2) if db is not None else []))

@@ -99,3 +99,27 @@ def test_bias_gradient_over_several_row_blocks(device):
     assert_close(out[0][0], exp_dw, what="dw")
     for a, b in zip(*out):
         np.testing.assert_array_equal(a, b)
+
+
+def test_relu_bias_gradient_in_the_mask_pass_over_threads():
+    """CPU, C > 1: backward-filter takes db from the ReLU mask's pass over dy (8 x 10 x
+    10 x 48 floats: split over the threads); dw and db against float64, repeatable bits."""
+    x_shape, w_shape = (8, 12, 12, 2), (3, 3, 2, 48)
+    x, w, b = randn(x_shape, seed=81), randn(w_shape, seed=82), randn((48,), seed=83)
+    y_shape, ws = _buffers("cpu", x_shape, w_shape, (1, 1), "valid")
+    y = np.zeros(y_shape, np.float32)
+    ops.conv2d_forward(y, x, w, b, ws, activation="relu")
+    dy = randn(y_shape, seed=84)
+    results = []
+    for _ in range(2):
+        dw, db = np.zeros(w_shape, np.float32), np.zeros(48, np.float32)
+        ops.conv2d_backward_filter(dw, db, dy, x, ws, columns_ready=True, activation="relu",
+                                   y=y)
+        results.append((dw, db))
+    g = np.where(y > 0, dy, 0).astype(np.float64)
+    cols = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), (3, 3), axis=(1, 2))
+    exp_dw = np.einsum("nhwcij,nhwf->ijcf", cols, g)
+    assert_close(results[0][0], exp_dw, what="dw")
+    assert_close(results[0][1], g.sum(axis=(0, 1, 2)), what="db")
+    for a, b_ in zip(*results):
+        np.testing.assert_array_equal(a, b_)

@@ -351,3 +351,25 @@ def test_mixed_devices_rejected():
     a = np.zeros((2, 2), np.float32)
     with pytest.raises(ValueError, match="matmul: all buffers must be on one device"):
         ops.matmul(on("cuda", a), a, a)
+
+
+def test_relu_bias_gradient_in_the_mask_pass_over_threads():
+    """CPU: dy * relu'(y) and its column sums (db) come from one pass, split over the
+    threads for a dy of 300 x 130 floats; dw and db against float64 (a NaN output makes
+    its column NaN in both), and the same bits run to run."""
+    x, w, dy = randn((300, 17), seed=71), randn((17, 130), seed=72), randn((300, 130), seed=73)
+    y = np.maximum(x @ w, 0).astype(np.float32)
+    y[5, 7] = np.nan
+    results = []
+    for _ in range(2):
+        dx, dw, db = np.zeros((300, 17), np.float32), np.zeros_like(w), np.ones(130, np.float32)
+        ops.dense_backward(dx, dw, db, dy, x, w, activation="relu", y=y)
+        results.append((dx, dw, db))
+    g = np.where(y > 0, dy, 0).astype(np.float64)
+    g[5, 7] = np.nan
+    for got, exp, what in ((results[0][2], 1 + g.sum(axis=0), "db"),
+                           (results[0][1], x.astype(np.float64).T @ g, "dw")):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(exp))  # column 7 only
+        assert_close(np.nan_to_num(got), np.nan_to_num(exp), what=what)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
