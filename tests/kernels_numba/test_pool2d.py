@@ -263,3 +263,44 @@ def test_cpu_disjoint_window_backward_matches_the_general_one(shape, pool, strid
         run(cpu_pool._maxpool_overlap_part, pack(general, dy, am, ph, pw, sh, sw, pt, pl),
             x.size)
         np.testing.assert_array_equal(fast.view(np.int32), general.view(np.int32))
+
+
+def _maxpool_argmax_ref(x, pool, strides, padding):
+    """y and argmax by the kernels' rule, cell by cell in (ih, iw) order: a later cell
+    wins when it is larger or NaN (ties keep the first, the last NaN wins)."""
+    n, h, w, c = x.shape
+    y, arg = _out(x, pool, strides, padding), _out(x, pool, strides, padding, np.int64)
+    for i, j, win, r0, s0 in _windows(np.asarray(x, np.float64), pool, strides, padding,
+                                      -np.inf):
+        for b in range(n):
+            for ch in range(c):
+                best, at = None, None
+                for di in range(pool[0]):
+                    for dj in range(pool[1]):
+                        ih, iw = r0 + di, s0 + dj
+                        if not (0 <= ih < h and 0 <= iw < w):
+                            continue
+                        v = win[b, di, dj, ch]
+                        if best is None or v > best or v != v:
+                            best, at = v, (ih * w + iw) * c + ch
+                y[b, i, j, ch], arg[b, i, j, ch] = best, at
+    return y, arg
+
+
+@pytest.mark.parametrize("strides,padding", [((2, 2), "valid"), ((2, 2), "same"),
+                                             ((1, 1), "valid")], ids=["s2-valid", "s2-same", "s1"])
+def test_maxpool_2x2_ties_nan_and_inf(device, strides, padding):
+    """The usual 2x2 pool (the CPU's whole-window path; partial windows of "same" take the
+    general loop): ties keep the first cell, the last NaN of a window wins, -inf and inf
+    are values like any other; y and argmax exactly as the cell-by-cell rule."""
+    shape = (2, 7, 9, 5)
+    x = np.round(randn(shape, seed=31) * 2) / 2  # halves: many ties
+    x[0, 0, 0, 0] = x[0, 1, 1, 0] = np.nan  # two NaNs in one window: the second wins
+    x[1, 2, 3, 1], x[1, 4, 4, 2], x[0, 5, 6, 3] = -np.inf, np.inf, np.nan
+    kw = dict(pool_size=(2, 2), strides=strides, padding=padding)
+    y_shape = ops.pool2d_output_shape(shape, **kw)
+    y, arg = on(device, np.zeros(y_shape, np.float32), np.zeros(y_shape, np.int32))
+    ops.maxpool2d_forward(y, arg, on(device, x), **kw)
+    y_ref, arg_ref = _maxpool_argmax_ref(x, (2, 2), strides, padding)
+    np.testing.assert_array_equal(host(y), y_ref.astype(np.float32))
+    np.testing.assert_array_equal(host(arg), arg_ref)
