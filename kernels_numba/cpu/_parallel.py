@@ -290,6 +290,12 @@ def part_call(part, args, parts=1, keep=()):
     return Bound(_drive, (part.address, args.ctypes.data, parts), (args, *keep))
 
 
+def run_call(part, args, work, keep=()):
+    """`run`'s work as a Bound: part over all of its range, split across threads when
+    `work` elements are worth it (decided now, not when it runs)."""
+    return part_call(part, args, numba.get_num_threads() if split(work) else 1, keep)
+
+
 def run_all(calls):
     for call in calls:
         call()

@@ -22,7 +22,7 @@ as Bound calls (kernels_numba.cpu._parallel), which a replayed launch plan repea
 import numba
 
 from kernels_numba.cpu._parallel import (Bound, bound_op, chain, f32_2d, f32_3d, f32_4d,
-                                         lazy_part, pack, part_call, split)
+                                         lazy_part, pack, run_call)
 from kernels_numba.cpu.dense import (bias_activation_calls, column_sums_calls, masked_grad_calls,
                                      relu_mask_and_sums_calls)
 from kernels_numba.cpu.gemm import _thread_buffer, gemm_calls
@@ -122,8 +122,7 @@ def _conv_part(args, p, parts):
 
 
 def _conv_part_calls(mode, col, x4, geom):
-    parts = numba.get_num_threads() if split(col.size) else 1
-    return [part_call(_conv_part, pack(col, x4, mode, *geom), parts, (col, x4))]
+    return [run_call(_conv_part, pack(col, x4, mode, *geom), col.size, (col, x4))]
 
 
 # launchers: each returns its work as one Bound chain (bound_op): a replayed CPU launch

@@ -12,7 +12,8 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import f32_2d, f32_3d, f32_4d, f64_2d, i32_4d, lazy_part, pack, run
+from kernels_numba.cpu._parallel import (bound_op, f32_2d, f32_3d, f32_4d, f64_2d, i32_4d,
+                                         lazy_part, pack, run_call)
 from kernels_numba.ops.pool2d import pool_plan
 
 # Integer clamps are selects, not max()/min(): each of those is one more compile of
@@ -275,37 +276,51 @@ def _global_avgpool_backward_part(args, p, parts):
     _global_avgpool_backward(dx, dy, dx.shape[0] * p // parts, dx.shape[0] * (p + 1) // parts)
 
 
-# launchers
+# launchers: bound ops (kernels_numba.cpu._parallel.bound_op), so a replayed CPU launch
+# plan repeats each one's packed call without its geometry worked out again
 
+@bound_op
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    run(_maxpool_part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size)
+    return run_call(_maxpool_part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size,
+                    (y, x, argmax))
 
 
+@bound_op
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
+    keep = (dx, dy, argmax)
     if sh >= ph and sw >= pw:
-        run(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size)
-    else:
-        run(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl), dx.size)
+        return run_call(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size,
+                        keep)
+    return run_call(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl),
+                    dx.size, keep)
 
 
+@bound_op
 def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    run(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl), x.size)
+    return run_call(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl), x.size, (y, x))
 
 
+@bound_op
 def avgpool2d_backward(dx, dy, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    run(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl), dx.size)
+    return run_call(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl), dx.size,
+                    (dx, dy))
 
 
+@bound_op
 def global_avgpool2d_forward(y, x):
     n, h, w, c = x.shape
     scratch = np.empty((numba.get_num_threads(), c))  # a row per part, however run splits
-    run(_global_avgpool_forward_part, pack(y, x.reshape(n, h * w, c), scratch), x.size)
+    x3 = x.reshape(n, h * w, c)
+    return run_call(_global_avgpool_forward_part, pack(y, x3, scratch), x.size,
+                    (y, x3, scratch))
 
 
+@bound_op
 def global_avgpool2d_backward(dx, dy):
     n, h, w, c = dx.shape
-    run(_global_avgpool_backward_part, pack(dx.reshape(n, h * w, c), dy), dx.size)
+    dx3 = dx.reshape(n, h * w, c)
+    return run_call(_global_avgpool_backward_part, pack(dx3, dy), dx.size, (dx3, dy))
