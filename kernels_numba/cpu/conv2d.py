@@ -201,7 +201,8 @@ def conv2d_backward_filter(dw, db, dy, x, workspace, *, strides=(1, 1), padding=
         return chain(calls + gemm_calls(dw2, col[:, :k].T, dy2, accumulate=True))
     # not product_scratch: dy2 may be masked_grad's result in it
     dwb = _thread_buffer("conv_dw_db", (k + 1) * f).reshape(k + 1, f)
-    return chain(calls + gemm_calls(dwb, col.T, dy2) + [Bound(_add_weight_and_bias, (dw2, db, dwb))])
+    return chain(calls + gemm_calls(dwb, col.T, dy2)
+                 + [Bound(_add_weight_and_bias, (dw2, db, dwb))])
 
 
 def _add_weight_and_bias(dw2, db, dwb):
