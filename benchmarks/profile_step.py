@@ -26,8 +26,8 @@ It is measured before and after the passes, the larger of each kept (a shared ma
 has slow moments: one sample there would inflate the step's share). On a 2-core AVX2
 machine (AMD EPYC Zen 2) both give ~100 GFLOP/s per core when quiet, ~200 for two
 (the FMA loop's best 183-185 on 2026-12-01 evening); the report names the vector ISA
-found in /proc/cpuinfo. `step_flops(model, batch)`: multiply-adds x 2 of the forward (conv/dense), backward data and backward filter
-GEMMs.
+found in /proc/cpuinfo. `step_flops(model, batch)`: multiply-adds x 2 of the forward
+(conv/dense), backward data and backward filter GEMMs.
 """
 
 import argparse
