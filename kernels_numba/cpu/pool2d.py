@@ -136,13 +136,47 @@ def _global_avgpool_backward(dx, dy, r0, r1):
                 dx[b, p, ch] = dy[b, ch] * inv
 
 
+@numba.njit(inline="always")
+def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, p, parts):
+    # Backward of windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2),
+    # as a gather over (sample, input row) pairs: an input row lies in at most one
+    # window row and a cell in at most one window, so one lookup per cell and no
+    # zeroing pass (0.20 -> 0.18 ms against a scatter for the seed CNN's pool). The
+    # one window that can hold iw is the last one starting at or before it; cells
+    # between windows, past the last one or in a row no window covers get 0. An
+    # argmax entry that is not a cell of its own window is never matched.
+    n, h, w, c = dx.shape
+    _, ho, wo, _ = dy.shape
+    zero = np.float32(0.0)
+    rows = n * h
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
+        b = r // h
+        ih = r - b * h
+        oh = (ih + pt) // sh  # the window row that can hold ih
+        covered = (oh < ho) & (ih + pt - oh * sh < ph)
+        oh = oh if oh < ho else ho - 1  # (never read when not covered)
+        ow = 0
+        for iw in range(w):
+            if (ow + 1 < wo) & (iw >= (ow + 1) * sw - pl):  # iw steps by 1, windows by sw
+                ow += 1
+            if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
+                k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                for ch in range(c):
+                    hit = argmax[b, oh, ow, ch] == k + ch
+                    dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
+            else:
+                for ch in range(c):
+                    dx[b, ih, iw, ch] = zero
+
+
 # parts for kernels_numba.cpu._parallel: (a1, a2, a3, ph, pw, sh, sw, pt, pl) packed
 
-# The forward and the disjoint-window backward in one part (one compile), their loops
-# written in place: numba inlines an inline="always" helper by copying and re-typing its
-# IR (0.06-0.09 s of compile each). They clamp with selects, not _lo/_hi, for the same
-# reason. With the overlapping-window backward in a part of its own, the reference CNN's
-# max-pool compile went 1.5 -> 0.8 CPU s.
+# The general forward and the disjoint-window backward in one part (one compile), the
+# forward's loops written in place: numba inlines an inline="always" helper by copying
+# and re-typing its IR (0.06-0.09 s of compile each), so only the backward, which the
+# 2x2 part below shares, is a helper (inlined once per part). The loops clamp with
+# selects, not _lo/_hi, for the same reason. With the overlapping-window backward in a
+# part of its own, the reference CNN's max-pool compile went 1.5 -> 0.8 CPU s.
 @lazy_part
 def _maxpool_part(args, p, parts):
     # (out, src, argmax, geometry, mode); forward: out y, src x; backward: out dx, src dy
@@ -165,27 +199,6 @@ def _maxpool_part(args, p, parts):
                 w0, w1 = ow * sw - pl, ow * sw - pl + pw
                 w0, w1 = (w0 if w0 > 0 else 0), (w1 if w1 < w else w)
                 best, where = y[b, oh, ow], argmax[b, oh, ow]
-                if (ph == 2) & (pw == 2) & (h1 - h0 == 2) & (w1 - w0 == 2):
-                    # A whole 2x2 window (the usual pool): its four cells in one channel
-                    # loop, the running max in registers, y and argmax written once
-                    # (the reference CNN's first pool 0.95 -> 0.39 ms). The same selects,
-                    # in the same cell order, as the general loop below.
-                    k0 = np.int32((h0 * w + w0) * c)
-                    k2 = np.int32(k0 + w * c)
-                    x0, x1, x2, x3 = x[b, h0, w0], x[b, h0, w0 + 1], x[b, h0 + 1, w0], \
-                        x[b, h0 + 1, w0 + 1]
-                    for ch in range(c):
-                        m, at = x0[ch], k0 + ch
-                        v = x1[ch]
-                        take = (v > m) | (v != v)
-                        m, at = (v if take else m), (k0 + c + ch if take else at)
-                        v = x2[ch]
-                        take = (v > m) | (v != v)
-                        m, at = (v if take else m), (k2 + ch if take else at)
-                        v = x3[ch]
-                        take = (v > m) | (v != v)
-                        best[ch], where[ch] = (v if take else m), (k2 + c + ch if take else at)
-                    continue
                 # Padded cells count as -inf, so they never win: the first real cell
                 # (every window holds one, for "same" padding too) is taken whatever y held.
                 for ih in range(h0, h1):
@@ -201,36 +214,48 @@ def _maxpool_part(args, p, parts):
                             best[ch] = v if take else best[ch]
                             where[ch] = k + ch if take else where[ch]
     else:
-        # Backward of windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2),
-        # as a gather over (sample, input row) pairs: an input row lies in at most one
-        # window row and a cell in at most one window, so one lookup per cell and no
-        # zeroing pass (0.20 -> 0.18 ms against a scatter for the seed CNN's pool). The
-        # one window that can hold iw is the last one starting at or before it; cells
-        # between windows, past the last one or in a row no window covers get 0. An
-        # argmax entry that is not a cell of its own window is never matched.
-        dx, dy = out, src
-        n, h, w, c = dx.shape
-        _, ho, wo, _ = dy.shape
-        zero = np.float32(0.0)
-        rows = n * h
-        for r in range(rows * p // parts, rows * (p + 1) // parts):
-            b = r // h
-            ih = r - b * h
-            oh = (ih + pt) // sh  # the window row that can hold ih
-            covered = (oh < ho) & (ih + pt - oh * sh < ph)
-            oh = oh if oh < ho else ho - 1  # (never read when not covered)
-            ow = 0
-            for iw in range(w):
-                if (ow + 1 < wo) & (iw >= (ow + 1) * sw - pl):  # iw steps by 1, windows by sw
-                    ow += 1
-                if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
-                    k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
-                    for ch in range(c):
-                        hit = argmax[b, oh, ow, ch] == k + ch
-                        dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
-                else:
-                    for ch in range(c):
-                        dx[b, ih, iw, ch] = zero
+        _maxpool_backward_disjoint(out, src, argmax, ph, pw, sh, sw, pt, pl, p, parts)
+
+
+@lazy_part
+def _maxpool_2x2_part(args, p, parts):
+    # The usual pool, 2x2 with "valid" padding (every window whole), forward (mode 0) and
+    # backward (1): its own part so such a model never compiles the general window loop.
+    # A window's four cells go through one channel loop, the running max in registers,
+    # y and argmax written once (the reference CNN's first pool 0.95 -> 0.39 ms): the
+    # same selects, in the same cell order, as _maxpool_part's loop.
+    a = numba.carray(args, 22)
+    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    sh, sw = a[17], a[18]
+    if a[21] != 0:
+        _maxpool_backward_disjoint(out, src, argmax, 2, 2, sh, sw, 0, 0, p, parts)
+        return
+    y, x = out, src
+    n, h, w, c = x.shape
+    _, ho, wo, _ = y.shape
+    rows = n * ho
+    for r in range(rows * p // parts, rows * (p + 1) // parts):
+        b = r // ho
+        oh = r - b * ho
+        h0 = oh * sh
+        for ow in range(wo):
+            w0 = ow * sw
+            best, where = y[b, oh, ow], argmax[b, oh, ow]
+            k0 = np.int32((h0 * w + w0) * c)
+            k2 = np.int32(k0 + w * c)
+            x0, x1, x2, x3 = x[b, h0, w0], x[b, h0, w0 + 1], x[b, h0 + 1, w0], \
+                x[b, h0 + 1, w0 + 1]
+            for ch in range(c):
+                m, at = x0[ch], k0 + ch
+                v = x1[ch]
+                take = (v > m) | (v != v)  # NaN wins; nothing beats a NaN best
+                m, at = (v if take else m), (k0 + c + ch if take else at)
+                v = x2[ch]
+                take = (v > m) | (v != v)
+                m, at = (v if take else m), (k2 + ch if take else at)
+                v = x3[ch]
+                take = (v > m) | (v != v)
+                best[ch], where[ch] = (v if take else m), (k2 + c + ch if take else at)
 
 
 @lazy_part
@@ -276,13 +301,19 @@ def _global_avgpool_backward_part(args, p, parts):
     _global_avgpool_backward(dx, dy, dx.shape[0] * p // parts, dx.shape[0] * (p + 1) // parts)
 
 
+def _whole_2x2(ph, pw, padding):
+    """A 2x2 pool with "valid" padding: every window lies whole inside x."""
+    return ph == 2 and pw == 2 and padding == "valid"
+
+
 # launchers: bound ops (kernels_numba.cpu._parallel.bound_op), so a replayed CPU launch
 # plan repeats each one's packed call without its geometry worked out again
 
 @bound_op
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    return run_call(_maxpool_part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size,
+    part = _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
+    return run_call(part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size,
                     (y, x, argmax))
 
 
@@ -290,9 +321,9 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
     keep = (dx, dy, argmax)
-    if sh >= ph and sw >= pw:
-        return run_call(_maxpool_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size,
-                        keep)
+    if sh >= ph and sw >= pw:  # the forward's part: one compile for both
+        part = _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
+        return run_call(part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size, keep)
     return run_call(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl),
                     dx.size, keep)
 

@@ -35,11 +35,15 @@ def test_maxpool_split_matches_serial(shape, pool, strides, padding):
     y = np.empty((shape[0], ho, wo, shape[3]), np.float32)
     am = np.empty(y.shape, np.int32)
     pool2d.maxpool2d_forward(y, am, x, pool_size=pool, strides=strides, padding=padding)
-    y1, am1 = np.empty_like(y), np.empty_like(am)
-    # the same part as one block on this thread
-    pool2d._maxpool_part.serial(_parallel.pack(y1, x, am1, ph, pw, sh, sw, pt, pl, 0))
-    np.testing.assert_array_equal(_bits(y), _bits(y1))
-    np.testing.assert_array_equal(am, am1)
+    # the same part as one block on this thread, and (2x2 "valid") the general window loop
+    parts = [pool2d._maxpool_part]
+    if pool2d._whole_2x2(ph, pw, padding):
+        parts.insert(0, pool2d._maxpool_2x2_part)
+    for part in parts:
+        y1, am1 = np.empty_like(y), np.empty_like(am)
+        part.serial(_parallel.pack(y1, x, am1, ph, pw, sh, sw, pt, pl, 0))
+        np.testing.assert_array_equal(_bits(y), _bits(y1))
+        np.testing.assert_array_equal(am, am1)
     dy = rng.standard_normal(y.shape).astype(np.float32)
     dx = np.full_like(x, 7.0)
     pool2d.maxpool2d_backward(dx, dy, am, pool_size=pool, strides=strides, padding=padding)
@@ -284,7 +288,7 @@ def test_reference_cnn_kernels_compile_one_part_each(tmp_path):
     only (carray's view constructors, a few ms each, are left out of the comparison)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
     out = _child(_CNN_KERNELS_CHILD, env)
-    expected = sorted(["kernels_numba._bias_relu_linear_part", "kernels_numba._maxpool_part",
+    expected = sorted(["kernels_numba._bias_relu_linear_part", "kernels_numba._maxpool_2x2_part",
                        "kernels_numba._rows_softmax_sparse_ce_train",
                        "kernels_numba._adam_part", "kernels_numba._drive"])
     assert f"COMPILED {expected}" in out, out[-2000:]
