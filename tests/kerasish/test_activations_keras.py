@@ -2,25 +2,15 @@
 the functions on arrays, Dense/Conv2D/Activation forward and one SGD step (the backward)
 on both devices, names, aliases and configs; unknown callables refused by name."""
 
-import os
-
 import numpy as np
 import pytest
 
 import kerasish
 from kerasish import activations
+from tests.kerasish.keras3 import real_keras
 
 NEW = ["silu", "swish", "selu", "relu6", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
        "exponential", "softsign", "log_softmax"]
-
-
-def real_keras():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
-    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"needs Keras 3; found {real.__version__}")
-    return real
 
 
 def _close(got, want, what, rtol=1e-5):

@@ -3,26 +3,17 @@ deserialize_keras_object in Keras 3's dict form (checked against real Keras 3 wh
 is installed, both directions), and register_keras_serializable(package=, name=)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
 
 import kerasish as keras
 from kerasish import layers
+from tests.kerasish.keras3 import real_keras
 from tests.kerasish.saving_helpers import _cnn, _x
 from tests.kerasish.test_functional_interop import build, data, max_diff
 
 ser, deser = keras.saving.serialize_keras_object, keras.saving.deserialize_keras_object
-
-
-def real_keras():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
-    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"needs Keras 3; found {real.__version__}")
-    return real
 
 
 # -- clone_model -----------------------------------------------------------------------

@@ -3,24 +3,14 @@ per-sample functions, reduced calls (sum_over_batch_size, sum, none, sample_weig
 training contract (forward per row and the gradient wrt y_pred, vs torch autograd through
 Keras's loss) on both devices, strings, and configs both ways."""
 
-import os
-
 import numpy as np
 import pytest
 
 from kerasish import losses
 from kernels_numba.testing import host, on
+from tests.kerasish.keras3 import real_keras
 
 RTOL = 1e-5
-
-
-def real_keras():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
-    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"needs Keras 3; found {real.__version__}")
-    return real
 
 
 def _data(name, n=6, k=4, seed=0):

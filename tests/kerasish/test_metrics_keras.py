@@ -2,23 +2,12 @@
 update_state over several batches (with and without sample_weight) on both devices,
 compile(metrics=...) names and evaluate() values, and configs both ways."""
 
-import os
-
 import numpy as np
 import pytest
 
 import kerasish
 from kerasish import metrics
-
-
-def real_keras():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
-    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"needs Keras 3; found {real.__version__}")
-    return real
-
+from tests.kerasish.keras3 import real_keras
 
 CASES = {  # id -> (class name, kwargs, data kind)
     "MeanAbsoluteError": ("MeanAbsoluteError", {}, "regression"),

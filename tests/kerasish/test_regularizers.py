@@ -2,25 +2,15 @@
 attachment to weights by Layer (var.regularizer / var.constraint), refusals by name, and
 configs that cross to Keras and back."""
 
-import os
-
 import numpy as np
 import pytest
 
 import kerasish
 from kerasish import constraints as C
 from kerasish import regularizers as R
+from tests.kerasish.keras3 import real_keras
 
 L = kerasish.layers
-
-
-def real_keras():
-    os.environ.setdefault("KERAS_BACKEND", "torch")
-    pytest.importorskip("torch", reason="needs torch for Keras 3's torch backend")
-    real = pytest.importorskip("keras", reason="needs Keras 3 (pip install keras)")
-    if not real.__version__.startswith("3."):
-        pytest.skip(f"needs Keras 3; found {real.__version__}")
-    return real
 
 
 def _np(t):
