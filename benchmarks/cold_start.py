@@ -13,7 +13,11 @@ end of its compile, inclusive of the jitted functions it calls that compile insi
 ("incl"), and that time less its nested compiles ("self"), in CPU seconds of the
 process (compiles are single-threaded; CPU seconds are far less affected than wall
 time by other load on the machine). Medians over repeats; the breakdown is the first
-repeat's. The load average is printed before and after.
+repeat's. The load average is printed before and after. The cold child starts the
+compile-ahead helper as a fresh machine does (kernels_numba/cpu/compile_ahead.py: a second
+process compiling common parts into the same cache); the breakdown lists this process's
+compiles, and each run line counts the parts the helper compiled.
+KERNELS_NUMBA_COMPILE_AHEAD=0 in the environment measures one process alone.
 """
 
 import argparse
@@ -88,10 +92,13 @@ def child(args):
     t3 = time.perf_counter()
     model.train_on_batch(x, y)
     t_step2 = time.perf_counter() - t3
+    from kernels_numba.cpu import compile_ahead
+
     print(json.dumps({"import_s": t_import, "build_s": t_build, "first_step_s": t_step1,
                       "first_step_cpu_s": c_step1,
                       "second_step_s": t_step2, "total_s": time.perf_counter() - t0,
-                      "compiles": log.rows}))
+                      "compiles": log.rows, "helper": compile_ahead.helper_compiled(),
+                      "waited": compile_ahead.loaded_from_helper}))
 
 
 def _run_child(args, cache):
@@ -127,7 +134,9 @@ def main(argv=None):
                 stderr = stderr or err
                 print(f"  repeat {r} {kind}: first step {res['first_step_s']:.2f} s "
                       f"(CPU {res['first_step_cpu_s']:.2f} s), "
-                      f"import {res['import_s']:.2f} s, {len(res['compiles'])} compiles",
+                      f"import {res['import_s']:.2f} s, {len(res['compiles'])} compiles here, "
+                      f"{len(res['helper'])} by the compile-ahead helper "
+                      f"({len(res['waited'])} waited for)",
                       flush=True)
     load1 = os.getloadavg()
     print(f"\n{args.model.upper()} first training step, batch {BATCH}, {args.threads} threads, "

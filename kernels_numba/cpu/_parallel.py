@@ -33,6 +33,8 @@ from numba.core.caching import FunctionCache
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
+from kernels_numba.cpu import compile_ahead
+
 PART_SIG = types.void(types.CPointer(types.int64), types.int64, types.int64)
 # Below this many elements of work, waking the thread pool costs more than it saves.
 PARALLEL_MIN_WORK = 1 << 15
@@ -57,6 +59,9 @@ def _call_part(typingctx, address, args, p, parts):
 def _drive(address, args, parts):
     for p in numba.prange(parts):
         _call_part(address, args, p, parts)
+
+
+compile_ahead.start_if_cold(_drive)  # a fresh machine: the helper's import overlaps ours
 
 
 def _pointer_intrinsic(numba_type, llvm_type):
@@ -193,8 +198,14 @@ class _PartCache(FunctionCache):
     """numba's disk cache for a part, the error model in its key: numba keys a cfunc by
     its bytecode and signature only, so parts cached under another model would load."""
 
+    skip_save = False  # the entry was just loaded (cpu/compile_ahead.py's helper saved it)
+
     def _index_key(self, sig, codegen):
         return super()._index_key(sig, codegen) + (("error_model", ERROR_MODEL),)
+
+    def save_overload(self, sig, data):
+        if not self.skip_save:
+            super().save_overload(sig, data)
 
 
 class lazy_part:
@@ -205,6 +216,7 @@ class lazy_part:
 
     def __init__(self, py_func):
         self.py_func = py_func
+        self.name = f"{py_func.__module__}.{py_func.__qualname__}"
         self._cfunc = self._serial = None
 
     def _compile(self):
@@ -220,7 +232,14 @@ class lazy_part:
         cf._cache = _PartCache(self.py_func)  # cf.enable_caching(), its key with the model
         uncached = cf._compile_uncached
 
-        def compile_uncached():
+        def compile_uncached():  # a disk-cache miss: compile here, or load the helper's
+            compile_ahead.start()
+            if not compile_ahead.claim(self.name) and compile_ahead.wait(self.name):
+                cres = cf._cache.load_overload(cf._sig, cf._targetdescr.target_context)
+                if cres is not None:
+                    compile_ahead.loaded_from_helper.append(self.name)
+                    cf._cache.skip_save = True
+                    return cres
             data = {"dispatcher": self, "args": PART_SIG.args, "return_type": types.void}
             with event.trigger_event("numba:compile", data=data):
                 return uncached()

@@ -197,8 +197,13 @@ def _child(code, env, cwd=ROOT, prefix=()):
     return run.stdout + run.stderr
 
 
+# The compile-lists tests count this process's compiles: no compile-ahead helper (which
+# would take some; tests/kernels_numba/test_compile_ahead.py tests it).
+_ALONE = {"KERNELS_NUMBA_COMPILE_AHEAD": "0"}
+
+
 def test_compile_hook_fires_once_and_not_on_a_cache_hit(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), **_ALONE}
     assert "CALLS 1 True" in _child(_HOOK_CHILD, env)   # empty cache: compiled, told once
     assert "CALLS 0 False" in _child(_HOOK_CHILD, env)  # same cache: loaded, silent
 
@@ -235,7 +240,8 @@ _ACTIVATION_CHILD = textwrap.dedent("""
 def test_activations_compile_one_part_per_kind_and_direction(tmp_path):
     """ReLU and softmax, small and large: four parts and the one parallel loop, nothing
     else (each extra compiled function costs a fresh machine ~0.1-1 s on its first fit)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2",
+           **_ALONE}
     out = _child(_ACTIVATION_CHILD, env)
     expected = sorted(["_relu_forward_part", "_relu_backward_part", "_softmax_forward_part",
                        "_softmax_backward_part", "_drive"])
@@ -286,7 +292,8 @@ def test_reference_cnn_kernels_compile_one_part_each(tmp_path):
     the max-pool allocates nothing and clamps with selects (no numba allocator or
     max/min overload compiles), the loss row is inlined, and Adam compiles its plain part
     only (carray's view constructors, a few ms each, are left out of the comparison)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2",
+           **_ALONE}
     out = _child(_CNN_KERNELS_CHILD, env)
     expected = sorted(["kernels_numba._bias_relu_linear_part", "kernels_numba._maxpool_2x2_part",
                        "kernels_numba._rows_softmax_sparse_ce_train",
