@@ -106,6 +106,27 @@ def _timed_conv_part(timers, conv2d):
     return calls
 
 
+def _timed_grouped(timers, conv2d):
+    """conv2d's grouped forward / backward-data (columns or scatter, BLAS and epilogue in one
+    part) under their own names, and in the GEMM table as their product's shape, marked
+    "grouped"."""
+    from kernels_numba.cpu._parallel import Bound
+
+    make = conv2d._grouped_calls
+
+    def calls(mode, col, x4, geom, rows, w2, *rest):
+        call = make(mode, col, x4, geom, rows, w2, *rest)
+        if call is None:
+            return None
+        forward = mode == conv2d.FORWARD
+        name = "conv2d: grouped " + ("forward" if forward else "backward-data")
+        m, k, f = rows.shape[0], w2.shape[0], w2.shape[1]
+        key = (m, f, k, "grouped", "", "=") if forward else (m, k, f, "grouped", "", "=")
+        return Bound(_by_shape(timers, key, timers.wrap(name, call)), ())
+
+    return calls
+
+
 def _timed_op(timers, bucket, fn):
     """fn under the timer `bucket`; its bound form (what a replayed plan runs) too."""
     timed = timers.wrap(bucket, fn)
@@ -134,6 +155,7 @@ def _patch(timers, model):
         setattr_undo(module, "gemm_calls", _timed_calls(timers, "gemm", module.gemm_calls, True))
     setattr_undo(dense, "product_calls", _timed_calls(timers, "gemm", dense.product_calls))
     setattr_undo(conv2d, "_conv_part_calls", _timed_conv_part(timers, conv2d))
+    setattr_undo(conv2d, "_grouped_calls", _timed_grouped(timers, conv2d))
     # Every CPU implementation the warm-up used, timed in dispatch's table; the captured
     # launch plans are dropped so the steps capture (and replay) the timed ones.
     table = dict(dispatch._cache)

@@ -15,114 +15,52 @@ lost: an (M, K+1) col slows the forward and the odd K+1 weight GEMM more than it
 leaves col in the workspace, so backward-filter (columns_ready=True) reuses it.
 Dilation (dh, dw) moves tap (i, j) to input offset (i*dh, j*dw); at (1, 1) every index
 is the one the undilated loops computed, so those results are unchanged bit for bit.
-GEMMs go through kernels_numba.cpu.gemm. Each twin is a bound op: it returns its work
-as Bound calls (kernels_numba.cpu._parallel), which a replayed launch plan repeats.
+GEMMs go through kernels_numba.cpu.gemm, except in the grouped forward and backward-data
+(kernels_numba/cpu/conv2d_columns.py, with the column loops): each thread runs one BLAS
+call per group of its images while their rows are in cache. Each twin is a bound op: it
+returns its work as Bound calls (kernels_numba.cpu._parallel), which a replayed launch
+plan repeats.
 """
 
 import numba
 
-from kernels_numba.cpu._parallel import (Bound, bound_op, chain, f32_2d, f32_3d, f32_4d,
-                                         lazy_part, pack, run_call)
-from kernels_numba.cpu.dense import (bias_activation_calls, column_sums_calls, masked_grad_calls,
-                                     relu_mask_and_sums_calls)
+from kernels_numba.cpu import gemm as _gemm
+from kernels_numba.cpu._parallel import Bound, bound_op, chain, pack, part_call, run_call, split
+from kernels_numba.cpu.conv2d_columns import (ARGS, BACKWARD_DATA, COL2IM, FORWARD, IM2COL,
+                                              IM2COL_T, _columns_t_part, _conv_part)
+from kernels_numba.cpu.dense import (_NO_BIAS, bias_activation_calls, column_sums_calls,
+                                     masked_grad_calls, relu_mask_and_sums_calls)
 from kernels_numba.cpu.gemm import _thread_buffer, gemm_calls
 from kernels_numba.ops.activation import KIND_CODES
 from kernels_numba.ops.conv2d import conv_plan
 
-IM2COL, IM2COL_T, COL2IM = 0, 1, 2
-
-
-# The one part for all three (one compile), its loops written in place: numba inlines an
-# inline="always" helper by copying and re-typing its IR, 0.06-0.1 s of compile each.
-@lazy_part
-def _conv_part(args, p, parts):
-    # (col 2-D, x or dx 4-D, mode, kh, kw, sh, sw, pt, pl, ho, wo, dh, dw) packed
-    a = numba.carray(args, 19)
-    col, x = f32_2d(a, 0), f32_4d(a, 3)
-    mode = a[8]
-    kh, kw, sh, sw, pt, pl = a[9], a[10], a[11], a[12], a[13], a[14]
-    ho, wo, dh, dw = a[15], a[16], a[17], a[18]
-    n, h, w, c = x.shape
-    if mode == IM2COL:
-        rows = col.shape[0]
-    elif mode == IM2COL_T:
-        rows = col.shape[0] * n
-    else:
-        rows = n
-    r0, r1 = rows * p // parts, rows * (p + 1) // parts
-    if mode == IM2COL:
-        # col (M, K) rows r0..r1, columns (kh, kw, c)
-        for m in range(r0, r1):
-            b = m // (ho * wo)
-            r = m - b * ho * wo
-            oh = r // wo
-            ow = r - oh * wo
-            for i in range(kh):
-                ih = oh * sh - pt + i * dh
-                for j in range(kw):
-                    iw = ow * sw - pl + j * dw
-                    base = (i * kw + j) * c
-                    if 0 <= ih < h and 0 <= iw < w:
-                        for ch in range(c):
-                            col[m, base + ch] = x[b, ih, iw, ch]
-                    else:
-                        for ch in range(c):
-                            col[m, base + ch] = 0.0
-    elif mode == IM2COL_T:
-        # Transposed columns (KH*KW, M) for a one-channel x (N, H, W), r over (tap,
-        # sample): for one tap and one output row the values are a run of x's row, so
-        # this copies runs of Wo floats instead of rows of KH*KW (MNIST's first conv:
-        # im2col 1.4 -> 0.3 ms).
-        x3 = f32_3d(a, 3)  # (N, H, W): the one channel dropped
-        for r in range(r0, r1):
-            t = r // n
-            b = r - t * n
-            i = t // kw
-            j = (t - i * kw) * dw  # the tap's column offset
-            row_inside = j - pl >= 0 and (wo - 1) * sw + j - pl < w
-            for oh in range(ho):
-                ih = oh * sh - pt + i * dh
-                d = (b * ho + oh) * wo
-                if ih < 0 or ih >= h:
-                    for ow in range(wo):
-                        col[t, d + ow] = 0.0
-                elif row_inside and sw == 1:  # a plain copy: vectorizes
-                    src = x3[b, ih, j - pl: j - pl + wo]
-                    dst = col[t, d: d + wo]
-                    for ow in range(wo):
-                        dst[ow] = src[ow]
-                elif row_inside:
-                    for ow in range(wo):
-                        col[t, d + ow] = x3[b, ih, ow * sw + j - pl]
-                else:
-                    for ow in range(wo):
-                        iw = ow * sw - pl + j
-                        col[t, d + ow] = x3[b, ih, iw] if 0 <= iw < w else 0.0
-    else:
-        # col2im: a scatter over samples r0..r1 of dx (x here). Each part owns whole
-        # samples (race-free, the summation order fixed): col is read once, in order,
-        # and the writes land in one sample's dx, which stays in cache (5.3 -> 1.2 ms for
-        # the seed CNN's conv2).
-        for b in range(r0, r1):
-            x[b] = 0.0
-            for oh in range(ho):
-                for ow in range(wo):
-                    m = (b * ho + oh) * wo + ow
-                    for i in range(kh):
-                        ih = oh * sh - pt + i * dh
-                        if ih < 0 or ih >= h:
-                            continue
-                        for j in range(kw):
-                            iw = ow * sw - pl + j * dw
-                            if iw < 0 or iw >= w:
-                                continue
-                            base = (i * kw + j) * c
-                            for ch in range(c):
-                                x[b, ih, iw, ch] += col[m, base + ch]
+# A grouped pass's images per group: about this many output rows per BLAS call, at least
+# one image (the reference CNN's conv2: 3 images, 363 x 288 column floats = 418 KB, about
+# a core's L2).
+GROUP_ROWS = 384
+_UNGROUPED = (0,) * (ARGS - 19)  # the grouped modes' entries, zeros for the other modes
 
 
 def _conv_part_calls(mode, col, x4, geom):
-    return [run_call(_conv_part, pack(col, x4, mode, *geom), col.size, (col, x4))]
+    part = _columns_t_part if mode == IM2COL_T else _conv_part
+    return [run_call(part, pack(col, x4, mode, *geom, *_UNGROUPED), col.size, (col, x4))]
+
+
+def _grouped_calls(mode, col, x4, geom, rows, w2, bias=None, flags=0):
+    """The grouped FORWARD or BACKWARD_DATA as one call ((M, F) rows: y or the masked dy;
+    col: the workspace), or None where the separate passes stay: no bound sgemm, or fewer
+    than 4 images per thread (a split by images would leave threads idle where a split
+    GEMM keeps them busy)."""
+    n, per = x4.shape[0], geom[6] * geom[7]
+    parts = numba.get_num_threads() if split(rows.shape[0] * w2.shape[0]) else 1
+    if _gemm._SGEMM is None or n < 4 * parts:
+        return None
+    group = max(1, min(GROUP_ROWS // per, n // parts))
+    if mode == BACKWARD_DATA:  # each part's scratch rows
+        col = col[: parts * group * per]
+    bias = _NO_BIAS if bias is None else bias
+    args = pack(col, x4, mode, *geom, rows, w2, bias, flags, group, _gemm._ADDRESS)
+    return part_call(_conv_part, args, parts, (col, x4, rows, w2, bias))
 
 
 # launchers: each returns its work as one Bound chain (bound_op): a replayed CPU launch
@@ -162,6 +100,12 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
                    activation="linear", dilation_rate=(1, 1)):
     m, k, f, geom = _setup(x.shape, w.shape, strides, padding, dilation_rate)
     y2 = y.reshape(m, f)
+    if x.shape[3] > 1 and not _is_pointwise(*geom) and m and activation in ("relu", "linear"):
+        flags = (int(b is not None) << 8) | int(activation == "relu")
+        call = _grouped_calls(FORWARD, _col_view(workspace, m, k), x, geom, y2,
+                              w.reshape(k, f), b, flags)
+        if call is not None:
+            return call
     col, calls = _columns_calls(workspace, x, m, k, geom)
     # The dense epilogue (one compiled function for both layers' bias + activation).
     return chain(calls + gemm_calls(y2, col[:, :k], w.reshape(k, f))
@@ -177,6 +121,9 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
     if _is_pointwise(*geom):
         return chain(calls + gemm_calls(dx.reshape(m, k), dy2, w2.T))
     dcol = _col_view(workspace, m, k)
+    grouped = _grouped_calls(BACKWARD_DATA, dcol, dx, geom, dy2, w2) if m else None
+    if grouped is not None:
+        return chain(calls + [grouped])
     return chain(calls + gemm_calls(dcol, dy2, w2.T) + _conv_part_calls(COL2IM, dcol, dx, geom))
 
 
