@@ -1,13 +1,14 @@
 """Compiling ahead on the second core: a fresh machine's first training step.
 
 numba compiles on one thread (its compiler lock is per process), so an empty disk cache
-made the reference CNN's first step compile its eight functions one after another, 4-5 s
+made the reference CNN's first step compile its 8-11 functions one after another, 4-5 s
 on one core, with the other core idle. At import when the disk cache lacks even the one
 parallel loop (a fresh machine), or else at this process's first real compile of a part
 (a cache miss: never on a warm machine), `start()` launches one helper process,
 `python -m kernels_numba.cpu.compile_ahead`. It compiles parts most training steps reach
 late (`_ahead_parts`, the last-reached first) into the same disk cache while this process
-compiles the parts it reaches, in order. (torch.compile uses worker processes for the same reason.)
+compiles the parts it reaches, in order. (torch.compile uses worker processes for the
+same reason.)
 
 Each part is compiled once. Whoever first creates `<dir>/<part>.claim` (O_EXCL) compiles
 it, then writes `<part>.done`. This process, reaching a part the helper claimed, waits for

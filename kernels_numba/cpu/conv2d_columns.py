@@ -44,7 +44,7 @@ def _columns_t_part(args, p, parts):
     # of Wo floats instead of rows of KH*KW (MNIST's first conv: im2col 1.4 -> 0.3 ms).
     a = numba.carray(args, ARGS)
     col, x3 = f32_2d(a, 0), f32_3d(a, 3)  # (N, H, W): the one channel dropped
-    kh, kw, sh, sw, pt, pl = a[9], a[10], a[11], a[12], a[13], a[14]
+    kw, sh, sw, pt, pl = a[10], a[11], a[12], a[13], a[14]
     ho, wo, dh, dw = a[15], a[16], a[17], a[18]
     n, h, w = x3.shape
     rows = col.shape[0] * n
