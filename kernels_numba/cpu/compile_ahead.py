@@ -100,8 +100,6 @@ def start():
 def start_if_cold(dispatcher):
     """At import: a disk cache without even `dispatcher` (the one parallel loop) is a
     fresh machine's, so start now, and the helper's own import overlaps this process's."""
-    if _state["started"] or _state["dir"] is not None or not enabled():
-        return
     index = getattr(getattr(getattr(dispatcher, "_cache", None), "_cache_file", None),
                     "_index_path", None)
     if index is not None and not os.path.exists(index):

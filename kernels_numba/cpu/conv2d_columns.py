@@ -141,7 +141,7 @@ def _make_conv_part(int_marker):
             off = g0 * per  # col's row of sample g0's first output
             if mode == BACKWARD_DATA:
                 off = p * group * per
-                k, f = col.shape[1], a[21]
+                k, f = col.shape[1], f32_2d(a, 19).shape[1]  # dy (M, F)
                 _sgemm_at(a[29], NO_TRANS, TRANS, (g1 - g0) * per, k, f,
                           a[19] + 4 * g0 * per * f, f, a[22], f, 0.0, a[0] + 4 * off * k, k,
                           int_marker)

@@ -306,24 +306,28 @@ def _whole_2x2(ph, pw, padding):
     return ph == 2 and pw == 2 and padding == "valid"
 
 
+def _max_part(ph, pw, padding):
+    """The forward's part, which the disjoint-window backward shares (one compile)."""
+    return _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
+
+
 # launchers: bound ops (kernels_numba.cpu._parallel.bound_op), so a replayed CPU launch
 # plan repeats each one's packed call without its geometry worked out again
 
 @bound_op
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    part = _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
-    return run_call(part, pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0), x.size,
-                    (y, x, argmax))
+    return run_call(_max_part(ph, pw, padding), pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0),
+                    x.size, (y, x, argmax))
 
 
 @bound_op
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
     keep = (dx, dy, argmax)
-    if sh >= ph and sw >= pw:  # the forward's part: one compile for both
-        part = _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
-        return run_call(part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size, keep)
+    if sh >= ph and sw >= pw:
+        return run_call(_max_part(ph, pw, padding),
+                        pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size, keep)
     return run_call(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl),
                     dx.size, keep)
 
