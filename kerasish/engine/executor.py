@@ -15,9 +15,9 @@ import os
 import numpy as np
 
 import kernels_numba
-from kerasish.engine import fused_loss, launch_plan, regularization
+from kerasish.engine import conv_pool, fused_loss, launch_plan, regularization
 from kerasish.engine.plan import PREDICT, TEST, TRAIN, Plan  # noqa: F401 (re-exported)
-from kerasish.engine.step import _ACTIVITY, _ADD, _CALL, _ZERO, Step, _bound
+from kerasish.engine.step import _ACTIVITY, _ADD, _CALL, _POOLED, _ZERO, Step, _bound
 from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import plan_storage
 from kernels_numba import ops
@@ -104,6 +104,8 @@ class Executor:
                 in loss.scratch_shapes(rows, shape[-1]).items()})
         # softmax + sparse CE outputs: one fused launch per training step
         self.fused = fused_loss.find(self) if self.mode == TRAIN else {}
+        # Conv2D(relu) -> MaxPooling2D: one backward launch for the pair
+        self.pooled = conv_pool.find(self) if self.mode == TRAIN else {}
         self.penalties = regularization.Penalties(self) if self.mode != PREDICT else None
 
     def _alloc(self, kind, name, shape, dtype):
@@ -213,6 +215,10 @@ class Executor:
                     layer.backward(dx, dy, x, y)
                 else:
                     layer.backward(dx, dy, x, y, mask=mask)
+            elif kind == _POOLED:  # a Conv2D(relu) and its MaxPooling2D (engine/conv_pool.py)
+                _, layer, pool, scratch, args = entry
+                layer.scratch = scratch
+                layer.backward_pooled(pool, *args)
             elif kind == _ADD:
                 ops.axpy(entry[1], entry[2], 1.0)
             elif kind == _ACTIVITY:

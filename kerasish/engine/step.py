@@ -5,7 +5,7 @@ forward and backward launch lists the executor runs (engine/executor.py)."""
 from kerasish.engine.plan import PREDICT, TRAIN
 from kerasish.graph.memory import batched, elements
 
-_CALL, _ZERO, _ADD, _COPY, _ACTIVITY = range(5)
+_CALL, _ZERO, _ADD, _COPY, _ACTIVITY, _POOLED = range(6)
 
 
 def _rows_view(buf, n):
@@ -75,6 +75,16 @@ class Step:
         if ex.mode == TRAIN:
             self._plan_backward(ex, plan, g, grads, n, slot)
 
+    def _pooled_entry(self, ex, plan, g, grads, n, conv, pool):
+        """The _POOLED entry: the conv's backward_pooled arguments (dx, the pool's dy, the
+        conv's x, the pool's y and argmax, dz: the conv output gradient's storage)."""
+        t_in = conv.inputs[0]
+        dx = grads.get(t_in) if plan.needs[t_in] else None
+        argmax = _rows_view(ex.call_scratch[pool.index]["argmax"], n)
+        args = (dx, grads[pool.outputs[0]], self.acts[t_in], self.acts[pool.outputs[0]],
+                argmax, grads[conv.outputs[0]])
+        return (_POOLED, conv.layer, pool.layer, ex.call_scratch[conv.index], args)
+
     def _mask(self, k):
         return None if k is None else self.masks[k]
 
@@ -89,8 +99,15 @@ class Step:
 
     def _plan_backward(self, ex, plan, g, grads, n, slot):
         self.backward, self.activity_done = [], set()
+        pooled = getattr(ex, "pooled", {})
+        pools = set(pooled.values())
         for call in reversed(g.calls):
-            if not plan.runs[call.index] or call.index in plan.aliased_reads:
+            if not plan.runs[call.index] or call.index in plan.aliased_reads or \
+                    call.index in pools:  # a fused pool: its conv's entry does its work
+                continue
+            if call.index in pooled:
+                self.backward.append(self._pooled_entry(ex, plan, g, grads, n, call,
+                                                        g.calls[pooled[call.index]]))
                 continue
             for t in call.outputs:
                 if t in plan.zero:

@@ -147,6 +147,19 @@ class Conv2D(Layer):
         if dx is not None:
             ops.conv2d_backward_data(dx, dy, self.kernel.value, ws, **kw)
 
+    def backward_pooled(self, pool, dx, dp, x, p, argmax, dz):
+        """backward() of this relu call and of the MaxPooling2D `pool` after it, from the
+        pool's gradient dp, output p and argmax (kerasish/engine/conv_pool.py); dz: the
+        storage of this call's output gradient, the op's scratch."""
+        train = self.trainable
+        ops.conv2d_relu_maxpool_backward(
+            dx, self.kernel.grad if train else None,
+            self.bias.grad if train and self.use_bias else None, dp, p, argmax, x,
+            self.kernel.value, self._workspace(x.shape[0]), dz,
+            columns_ready=self._columns_ready, **self._geometry(),
+            pool_size=pool.pool_size, pool_strides=pool.strides, pool_padding=pool.padding)
+        self._columns_ready = False  # backward-data overwrites the workspace
+
     def get_config(self):
         config = super().get_config()
         config.update({

@@ -151,8 +151,10 @@ def _launch(k, n, *args):
     launch(k, grid, block, *args)
 
 
-def conv2d_relu_maxpool_backward(dx, dw, db, dp, p, argmax, x, w, *, strides, padding,
-                                 dilation_rate, pool_size, pool_strides, pool_padding):
+def conv2d_relu_maxpool_backward(dx, dw, db, dp, p, argmax, x, w, workspace, dz, *, strides,
+                                 padding, dilation_rate, pool_size, pool_strides,
+                                 pool_padding, columns_ready=False):
+    # workspace, dz: the CPU twin's scratch (its masked dz and GEMM columns); unused here
     conv, pool = pooled_plan(x.shape, w.shape, strides, padding, dilation_rate, pool_size,
                              pool_strides, pool_padding)
     geom = conv + pool

@@ -15,6 +15,7 @@ from kernels_numba.ops import (  # noqa: F401
     broadcast,
     conv1d,
     conv2d,
+    conv2d_pool,
     conv_transpose,
     dense,
     depthwise,
@@ -44,6 +45,7 @@ from kernels_numba.ops.activation import *  # noqa: F401,F403
 from kernels_numba.ops.broadcast import *  # noqa: F401,F403
 from kernels_numba.ops.conv1d import *  # noqa: F401,F403
 from kernels_numba.ops.conv2d import *  # noqa: F401,F403
+from kernels_numba.ops.conv2d_pool import *  # noqa: F401,F403
 from kernels_numba.ops.conv_transpose import *  # noqa: F401,F403
 from kernels_numba.ops.depthwise import *  # noqa: F401,F403
 from kernels_numba.ops.dense import *  # noqa: F401,F403
@@ -78,4 +80,4 @@ FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normaliza
             "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
             "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout",
             "pointwise_loss", "metric", "norms", "optim_more", "attention", "additive_attention", "augment_color",
-            "augment_geometric", "constraint", "regularize", "rnn_sequence")
+            "augment_geometric", "constraint", "regularize", "rnn_sequence", "conv2d_pool")
