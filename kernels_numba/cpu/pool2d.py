@@ -9,12 +9,32 @@ in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that elem
 (the max is NaN and argmax points at the last NaN, as PyTorch).
 """
 
+import threading
+
 import numba
 import numpy as np
 
-from kernels_numba.cpu._parallel import (bound_op, f32_2d, f32_3d, f32_4d, f64_2d, i32_4d,
-                                         lazy_part, pack, run_call)
+from kernels_numba.cpu._parallel import (
+    bound_op,
+    f32_2d,
+    f32_3d,
+    f32_4d,
+    f64_2d,
+    i32_4d,
+    lazy_part,
+    pack,
+    part_call,
+    run_call,
+    split,
+)
 from kernels_numba.ops.pool2d import pool_plan
+
+# The max-pool parts' packed arguments: (out, src, argmax, ph, pw, sh, sw, pt, pl, mode,
+# pv, sums); pv and sums are read only by MASKED (stand-ins otherwise).
+ARGS = 30
+FORWARD, BACKWARD, MASKED, SUM_PARTS = 0, 1, 2, 3
+_UNMASKED = (np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1), np.float32))
+_local = threading.local()
 
 # Integer clamps are selects, not max()/min(): each of those is one more compile of
 # numba's builtin (and np.empty compiles numba's allocator, ~0.3 s: the max-pool keeps
@@ -43,15 +63,17 @@ def window_range(i, k, s, pad, out):
 # njit loops
 
 @numba.njit(inline="always")
-def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
+def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1, pv, sums, masked):
     # Any geometry (overlapping windows too): each dx cell of input rows r0..r1 of the
     # (sample, input row) pairs adds the dy of every window containing it whose argmax
     # it is, in (oh, ow) order. Adding a selected +0 leaves a sum's bits alone, so the
     # channel loops are selects (they vectorize) and the sums match a scatter in (oh, ow)
-    # order.
+    # order. masked: dy * relu'(pv) (masked_backward_calls), and sums += what is added.
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
     zero = np.float32(0.0)
+    if masked:
+        sums[:] = zero
     for r in range(r0, r1):
         b = r // h
         ih = r - b * h
@@ -64,6 +86,16 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1):
                 w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
                 for iw in range(w0, w1):
                     k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                    if masked:
+                        out, am, gs, vs = dx[b, ih, iw], argmax[b, oh, ow], dy[b, oh, ow], \
+                            pv[b, oh, ow]
+                        for ch in range(c):
+                            v = vs[ch]
+                            g = gs[ch] if v > zero else v - v
+                            g = g if am[ch] == k + ch else zero
+                            out[ch] += g
+                            sums[ch] += g
+                        continue
                     for ch in range(c):
                         hit = argmax[b, oh, ow, ch] == k + ch
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] if hit else zero
@@ -137,17 +169,21 @@ def _global_avgpool_backward(dx, dy, r0, r1):
 
 
 @numba.njit(inline="always")
-def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, p, parts):
+def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, p, parts, pv, sums,
+                               masked):
     # Backward of windows that do not overlap (sh >= ph, sw >= pw: the usual 2x2/2),
     # as a gather over (sample, input row) pairs: an input row lies in at most one
     # window row and a cell in at most one window, so one lookup per cell and no
     # zeroing pass (0.20 -> 0.18 ms against a scatter for the seed CNN's pool). The
     # one window that can hold iw is the last one starting at or before it; cells
     # between windows, past the last one or in a row no window covers get 0. An
-    # argmax entry that is not a cell of its own window is never matched.
+    # argmax entry that is not a cell of its own window is never matched. masked: dy *
+    # relu'(pv), and sums += what is written (masked_backward_calls).
     n, h, w, c = dx.shape
     _, ho, wo, _ = dy.shape
     zero = np.float32(0.0)
+    if masked:
+        sums[:] = zero
     rows = n * h
     for r in range(rows * p // parts, rows * (p + 1) // parts):
         b = r // h
@@ -161,6 +197,16 @@ def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, p, parts)
                 ow += 1
             if covered & (iw >= ow * sw - pl) & (iw < ow * sw - pl + pw):
                 k = np.int32((ih * w + iw) * c)  # int32 compares vectorize wider
+                if masked:  # (1-D views: with 4-D indexing this loop did not vectorize)
+                    out, am, gs, vs = dx[b, ih, iw], argmax[b, oh, ow], dy[b, oh, ow], \
+                        pv[b, oh, ow]
+                    for ch in range(c):
+                        v = vs[ch]
+                        g = gs[ch] if v > zero else v - v  # NaN for a NaN pv
+                        g = g if am[ch] == k + ch else zero
+                        out[ch] = g
+                        sums[ch] += g
+                    continue
                 for ch in range(c):
                     hit = argmax[b, oh, ow, ch] == k + ch
                     dx[b, ih, iw, ch] = dy[b, oh, ow, ch] if hit else zero
@@ -179,11 +225,12 @@ def _maxpool_backward_disjoint(dx, dy, argmax, ph, pw, sh, sw, pt, pl, p, parts)
 # part of its own, the reference CNN's max-pool compile went 1.5 -> 0.8 CPU s.
 @lazy_part
 def _maxpool_part(args, p, parts):
-    # (out, src, argmax, geometry, mode); forward: out y, src x; backward: out dx, src dy
-    a = numba.carray(args, 22)
+    # (out, src, argmax, geometry, mode, pv, sums); forward: out y, src x; backward: out
+    # dx, src dy (MASKED: pv, sums as masked_backward_calls packs them)
+    a = numba.carray(args, ARGS)
     out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
     ph, pw, sh, sw, pt, pl = a[15], a[16], a[17], a[18], a[19], a[20]
-    if a[21] == 0:
+    if a[21] == FORWARD:
         # Forward over (sample, output row) pairs. The running max and argmax live in y
         # and argmax themselves (no scratch, no copy-out loop: a smaller compile).
         y, x = out, src
@@ -214,7 +261,9 @@ def _maxpool_part(args, p, parts):
                             best[ch] = v if take else best[ch]
                             where[ch] = k + ch if take else where[ch]
     else:
-        _maxpool_backward_disjoint(out, src, argmax, ph, pw, sh, sw, pt, pl, p, parts)
+        _maxpool_backward_disjoint(out, src, argmax, ph, pw, sh, sw, pt, pl, p, parts,
+                                   f32_4d(a, 22), f32_2d(a, 27)[p if a[21] == MASKED else 0],
+                                   a[21] == MASKED)
 
 
 @lazy_part
@@ -224,11 +273,19 @@ def _maxpool_2x2_part(args, p, parts):
     # A window's four cells go through one channel loop, the running max in registers,
     # y and argmax written once (the reference CNN's first pool 0.95 -> 0.39 ms): the
     # same selects, in the same cell order, as _maxpool_part's loop.
-    a = numba.carray(args, 22)
+    a = numba.carray(args, ARGS)
     out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
     sh, sw = a[17], a[18]
-    if a[21] != 0:
-        _maxpool_backward_disjoint(out, src, argmax, 2, 2, sh, sw, 0, 0, p, parts)
+    if a[21] == SUM_PARTS:  # out[0, 0, 0] (db) += each part's row of sums, in part order
+        sums, db = f32_2d(a, 27), out[0, 0, 0]
+        for q in range(sums.shape[0]):
+            for ch in range(db.shape[0]):
+                db[ch] += sums[q, ch]
+        return
+    if a[21] != FORWARD:
+        _maxpool_backward_disjoint(out, src, argmax, 2, 2, sh, sw, 0, 0, p, parts,
+                                   f32_4d(a, 22), f32_2d(a, 27)[p if a[21] == MASKED else 0],
+                                   a[21] == MASKED)
         return
     y, x = out, src
     n, h, w, c = x.shape
@@ -261,12 +318,13 @@ def _maxpool_2x2_part(args, p, parts):
 @lazy_part
 def _maxpool_overlap_part(args, p, parts):
     # The backward of overlapping windows (pool 3, stride 2, ...): compiled only by a model
-    # that has them. (dx, dy, argmax, geometry)
-    a = numba.carray(args, 21)
+    # that has them. (dx, dy, argmax, geometry, mode, pv, sums)
+    a = numba.carray(args, ARGS)
     dx, dy, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
     rows = dx.shape[0] * dx.shape[1]
     _maxpool_backward(dx, dy, argmax, a[15], a[16], a[17], a[18], a[19], a[20],
-                      rows * p // parts, rows * (p + 1) // parts)
+                      rows * p // parts, rows * (p + 1) // parts, f32_4d(a, 22),
+                      f32_2d(a, 27)[p if a[21] == MASKED else 0], a[21] == MASKED)
 
 
 @lazy_part
@@ -314,22 +372,51 @@ def _max_part(ph, pw, padding):
 # launchers: bound ops (kernels_numba.cpu._parallel.bound_op), so a replayed CPU launch
 # plan repeats each one's packed call without its geometry worked out again
 
+def _backward_part(ph, pw, sh, sw, padding):
+    return _max_part(ph, pw, padding) if sh >= ph and sw >= pw else _maxpool_overlap_part
+
+
 @bound_op
 def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    return run_call(_max_part(ph, pw, padding), pack(y, x, argmax, ph, pw, sh, sw, pt, pl, 0),
-                    x.size, (y, x, argmax))
+    return run_call(_max_part(ph, pw, padding),
+                    pack(y, x, argmax, ph, pw, sh, sw, pt, pl, FORWARD, *_UNMASKED), x.size,
+                    (y, x, argmax))
 
 
 @bound_op
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    keep = (dx, dy, argmax)
-    if sh >= ph and sw >= pw:
-        return run_call(_max_part(ph, pw, padding),
-                        pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, 1), dx.size, keep)
-    return run_call(_maxpool_overlap_part, pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl),
-                    dx.size, keep)
+    return run_call(_backward_part(ph, pw, sh, sw, padding),
+                    pack(dx, dy, argmax, ph, pw, sh, sw, pt, pl, BACKWARD, *_UNMASKED),
+                    dx.size, (dx, dy, argmax))
+
+
+def masked_backward_calls(dz, dy, y, argmax, db, pool_size, strides, padding):
+    """maxpool2d_backward's dz of dy * relu'(y), and db += the sums of what it adds, as
+    Bound calls (kernels_numba/cpu/conv2d_pool.py: y is the pool's output, the max of
+    a ReLU, so relu'(y) is the mask at its argmax). Each part sums its own rows of dz;
+    the parts are added in order."""
+    ph, pw, sh, sw, _, _, pt, pl = pool_plan(dz.shape, pool_size, strides, padding)
+    part = _backward_part(ph, pw, sh, sw, padding)
+    parts = numba.get_num_threads() if split(dz.size) else 1
+    sums = _sums(parts, dz.shape[3])
+    keep = (dz, dy, argmax, y, sums)
+    calls = [part_call(part, pack(dz, dy, argmax, ph, pw, sh, sw, pt, pl, MASKED, y, sums),
+                       parts, keep)]
+    if db is not None:  # (the 2x2 part: a one-row loop, whatever the pool)
+        db4 = db.reshape(1, 1, 1, -1)
+        calls.append(part_call(_maxpool_2x2_part, pack(db4, y, argmax, 0, 0, 0, 0, 0, 0,
+                                                       SUM_PARTS, y, sums), 1, (db4, *keep)))
+    return calls
+
+
+def _sums(parts, c):
+    """This thread's (parts, C) rows of partial sums (reused: grows only)."""
+    buf = getattr(_local, "sums", None)
+    if buf is None or buf.size < parts * c:
+        buf = _local.sums = np.empty(parts * c, np.float32)
+    return buf[: parts * c].reshape(parts, c)
 
 
 @bound_op

@@ -41,14 +41,16 @@ def test_maxpool_split_matches_serial(shape, pool, strides, padding):
         parts.insert(0, pool2d._maxpool_2x2_part)
     for part in parts:
         y1, am1 = np.empty_like(y), np.empty_like(am)
-        part.serial(_parallel.pack(y1, x, am1, ph, pw, sh, sw, pt, pl, 0))
+        part.serial(_parallel.pack(y1, x, am1, ph, pw, sh, sw, pt, pl, 0, *pool2d._UNMASKED))
         np.testing.assert_array_equal(_bits(y), _bits(y1))
         np.testing.assert_array_equal(am, am1)
     dy = rng.standard_normal(y.shape).astype(np.float32)
     dx = np.full_like(x, 7.0)
     pool2d.maxpool2d_backward(dx, dy, am, pool_size=pool, strides=strides, padding=padding)
     dx1 = np.full_like(x, 7.0)
-    pool2d._maxpool_backward(dx1, dy, am, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1])
+    pv, sums = pool2d._UNMASKED  # (read only by the masked form)
+    pool2d._maxpool_backward(dx1, dy, am, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1], pv,
+                             sums[0], False)
     np.testing.assert_array_equal(_bits(dx), _bits(dx1))
     # The gather equals a float64 scatter of dy to each window's argmax.
     ref = np.zeros(x.size)

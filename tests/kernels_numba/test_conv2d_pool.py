@@ -180,3 +180,4 @@ def test_bad_arguments_name_the_op():
         op(None, None, None, good, good, arg, x, w, ws, np.zeros((1, 4, 4, 3), np.float32))
     with pytest.raises(ValueError, match=r"conv2d_relu_maxpool_backward.*workspace"):
         op(None, None, None, good, good, arg, x, w, ws[:10], dz)
+

@@ -1,3 +1,4 @@
+import numba
 import numpy as np
 import pytest
 
@@ -256,13 +257,32 @@ def test_cpu_disjoint_window_backward_matches_the_general_one(shape, pool, strid
     bogus = arg.copy()
     bogus.flat[::3] = rng.integers(-2, x[0].size + 2, bogus.flat[::3].size)
     dy = rng.standard_normal(y.shape).astype(np.float32)
+    pv = y.copy()  # the masked form's pooled values: some <= 0, one NaN
+    pv.flat[::5], pv.flat[7] = -1.0, np.nan
     for am in (arg, bogus):
         fast, general = np.full_like(x, 7.0), np.full_like(x, 7.0)
         cpu_pool.maxpool2d_backward(fast, dy, am, pool_size=pool, strides=strides,
                                     padding=padding)
-        run(cpu_pool._maxpool_overlap_part, pack(general, dy, am, ph, pw, sh, sw, pt, pl),
+        run(cpu_pool._maxpool_overlap_part, pack(general, dy, am, ph, pw, sh, sw, pt, pl,
+                                                 cpu_pool.BACKWARD, *cpu_pool._UNMASKED),
             x.size)
         np.testing.assert_array_equal(fast.view(np.int32), general.view(np.int32))
+        # masked (conv2d_relu_maxpool_backward's pass): dy * relu'(pv), db += its sums
+        db_fast, db_general = np.ones(shape[3], np.float32), np.ones(shape[3], np.float32)
+        for call in cpu_pool.masked_backward_calls(fast, dy, pv, am, db_fast, pool, strides,
+                                                   padding):
+            call()
+        sums = np.zeros((numba.get_num_threads(), shape[3]), np.float32)
+        run(cpu_pool._maxpool_overlap_part, pack(general, dy, am, ph, pw, sh, sw, pt, pl,
+                                                 cpu_pool.MASKED, pv, sums), x.size)
+        db_general += sums.sum(axis=0)
+        np.testing.assert_array_equal(fast.view(np.int32), general.view(np.int32))
+        np.testing.assert_allclose(db_fast, db_general, rtol=1e-5, atol=1e-5)
+        relu = np.where(pv > 0, dy, pv - pv)
+        expected = np.zeros_like(x)
+        cpu_pool.maxpool2d_backward(expected, relu.astype(np.float32), am, pool_size=pool,
+                                    strides=strides, padding=padding)
+        np.testing.assert_array_equal(fast.view(np.int32), expected.view(np.int32))
 
 
 def _maxpool_argmax_ref(x, pool, strides, padding):
