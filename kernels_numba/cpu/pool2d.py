@@ -1,12 +1,14 @@
-"""CPU twins of kernels_numba.ops.pool2d (validated arguments only).
+"""CPU twins of kernels_numba.ops.pool2d (validated arguments only): max pooling here, the
+average poolings in kernels_numba/cpu/pool2d_average.py.
 
-Serial loops over a range of (sample, row) pairs (samples for global pooling), split
-across threads by kernels_numba.cpu._parallel (one compiled parallel loop for all
-kernels: a cold start compiles these as serial functions). Channels innermost so every access is
-contiguous. Both backwards are gathers over the windows containing each dx element,
-in (oh, ow) order: max-pool adds the dy of the windows whose argmax is that element
-(the same sums, in the same order, as the CUDA kernel). A NaN in a window wins it
-(the max is NaN and argmax points at the last NaN, as PyTorch).
+Serial loops over a range of (sample, row) pairs, split across threads by
+kernels_numba.cpu._parallel (one compiled parallel loop for all kernels: a cold start
+compiles these as serial functions). Channels innermost so every access is contiguous.
+The backward is a gather over the windows containing each dx element, in (oh, ow) order:
+it adds the dy of the windows whose argmax is that element (the same sums, in the same
+order, as the CUDA kernel). A NaN in a window wins it (the max is NaN and argmax points
+at the last NaN, as PyTorch). np.empty in a part would compile numba's allocator
+(~0.3 s): the forward keeps its running max in y and argmax instead of scratch.
 """
 
 import threading
@@ -17,15 +19,20 @@ import numpy as np
 from kernels_numba.cpu._parallel import (
     bound_op,
     f32_2d,
-    f32_3d,
     f32_4d,
-    f64_2d,
     i32_4d,
     lazy_part,
     pack,
     part_call,
     run_call,
     split,
+)
+from kernels_numba.cpu._window import _hi, _lo, window_range
+from kernels_numba.cpu.pool2d_average import (  # noqa: F401 (the family's ops, for dispatch)
+    avgpool2d_backward,
+    avgpool2d_forward,
+    global_avgpool2d_backward,
+    global_avgpool2d_forward,
 )
 from kernels_numba.ops.pool2d import pool_plan
 
@@ -35,29 +42,6 @@ ARGS = 30
 FORWARD, BACKWARD, MASKED, SUM_PARTS = 0, 1, 2, 3
 _UNMASKED = (np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1), np.float32))
 _local = threading.local()
-
-# Integer clamps are selects, not max()/min(): each of those is one more compile of
-# numba's builtin (and np.empty compiles numba's allocator, ~0.3 s: the max-pool keeps
-# its running max in y and argmax instead of scratch).
-
-
-@numba.njit(inline="always")
-def _lo(v):
-    return v if v > 0 else 0
-
-
-@numba.njit(inline="always")
-def _hi(v, n):
-    return v if v < n else n
-
-
-@numba.njit(inline="always")
-def window_range(i, k, s, pad, out):
-    """Output positions o whose window o*s - pad .. o*s - pad + k - 1 contains i: [o0, o1)
-    (selects, not min(); inlined: as a call it is one more compile)."""
-    lo = i + pad - k + 1
-    o0 = 0 if lo <= 0 else (lo + s - 1) // s
-    return o0, _hi((i + pad) // s + 1, out)
 
 
 # njit loops
@@ -99,73 +83,6 @@ def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1, pv, sums, 
                     for ch in range(c):
                         hit = argmax[b, oh, ow, ch] == k + ch
                         dx[b, ih, iw, ch] += dy[b, oh, ow, ch] if hit else zero
-
-
-@numba.njit(inline="always")
-def _avgpool_forward(y, x, ph, pw, sh, sw, pt, pl, r0, r1):
-    n, h, w, c = x.shape
-    _, ho, wo, _ = y.shape
-    for r in range(r0, r1):
-        b = r // ho
-        oh = r - b * ho
-        h0, h1 = _lo(oh * sh - pt), _hi(oh * sh - pt + ph, h)
-        for ow in range(wo):
-            w0, w1 = _lo(ow * sw - pl), _hi(ow * sw - pl + pw, w)
-            for ch in range(c):
-                y[b, oh, ow, ch] = 0.0
-            for ih in range(h0, h1):
-                for iw in range(w0, w1):
-                    for ch in range(c):
-                        y[b, oh, ow, ch] += x[b, ih, iw, ch]
-            count = np.float32((h1 - h0) * (w1 - w0))  # in-bounds cells only
-            for ch in range(c):
-                y[b, oh, ow, ch] /= count
-
-
-@numba.njit(inline="always")
-def _avgpool_backward(dx, dy, ph, pw, sh, sw, pt, pl, r0, r1):
-    n, h, w, c = dx.shape
-    _, ho, wo, _ = dy.shape
-    for r in range(r0, r1):
-        b = r // h
-        ih = r - b * h
-        oh0, oh1 = window_range(ih, ph, sh, pt, ho)
-        for iw in range(w):
-            ow0, ow1 = window_range(iw, pw, sw, pl, wo)
-            for ch in range(c):
-                dx[b, ih, iw, ch] = 0.0
-            for oh in range(oh0, oh1):
-                hc = _hi(oh * sh - pt + ph, h) - _lo(oh * sh - pt)
-                for ow in range(ow0, ow1):
-                    wc = _hi(ow * sw - pl + pw, w) - _lo(ow * sw - pl)
-                    inv = np.float32(1.0) / np.float32(hc * wc)
-                    for ch in range(c):
-                        dx[b, ih, iw, ch] += dy[b, oh, ow, ch] * inv
-
-
-@numba.njit(inline="always")
-def _global_avgpool_rows(y, x, acc, r0, r1):
-    # acc: (C,) float64 partial sums (hw can be large), passed in (np.empty here would
-    # compile numba's allocator, ~0.3 s)
-    n, hw, c = x.shape
-    for b in range(r0, r1):
-        for ch in range(c):
-            acc[ch] = 0.0
-        for p in range(hw):
-            for ch in range(c):
-                acc[ch] += x[b, p, ch]
-        for ch in range(c):
-            y[b, ch] = acc[ch] / hw
-
-
-@numba.njit(inline="always")
-def _global_avgpool_backward(dx, dy, r0, r1):
-    n, hw, c = dx.shape
-    inv = np.float32(1.0) / np.float32(hw)
-    for b in range(r0, r1):
-        for p in range(hw):
-            for ch in range(c):
-                dx[b, p, ch] = dy[b, ch] * inv
 
 
 @numba.njit(inline="always")
@@ -327,38 +244,6 @@ def _maxpool_overlap_part(args, p, parts):
                       f32_2d(a, 27)[p if a[21] == MASKED else 0], a[21] == MASKED)
 
 
-@lazy_part
-def _avgpool_forward_part(args, p, parts):
-    a = numba.carray(args, 16)
-    y, x = f32_4d(a, 0), f32_4d(a, 5)
-    rows = x.shape[0] * y.shape[1]
-    _avgpool_forward(y, x, a[10], a[11], a[12], a[13], a[14], a[15],
-                     rows * p // parts, rows * (p + 1) // parts)
-
-
-@lazy_part
-def _avgpool_backward_part(args, p, parts):
-    a = numba.carray(args, 16)
-    dx, dy = f32_4d(a, 0), f32_4d(a, 5)
-    rows = dx.shape[0] * dx.shape[1]
-    _avgpool_backward(dx, dy, a[10], a[11], a[12], a[13], a[14], a[15],
-                      rows * p // parts, rows * (p + 1) // parts)
-
-
-@lazy_part
-def _global_avgpool_forward_part(args, p, parts):
-    a = numba.carray(args, 10)  # y, x, scratch (parts, C) float64: part p uses row p
-    y, x, acc = f32_2d(a, 0), f32_3d(a, 3), f64_2d(a, 7)
-    _global_avgpool_rows(y, x, acc[p], x.shape[0] * p // parts, x.shape[0] * (p + 1) // parts)
-
-
-@lazy_part
-def _global_avgpool_backward_part(args, p, parts):
-    a = numba.carray(args, 7)
-    dx, dy = f32_3d(a, 0), f32_2d(a, 4)
-    _global_avgpool_backward(dx, dy, dx.shape[0] * p // parts, dx.shape[0] * (p + 1) // parts)
-
-
 def _whole_2x2(ph, pw, padding):
     """A 2x2 pool with "valid" padding: every window lies whole inside x."""
     return ph == 2 and pw == 2 and padding == "valid"
@@ -417,32 +302,3 @@ def _sums(parts, c):
     if buf is None or buf.size < parts * c:
         buf = _local.sums = np.empty(parts * c, np.float32)
     return buf[: parts * c].reshape(parts, c)
-
-
-@bound_op
-def avgpool2d_forward(y, x, *, pool_size, strides, padding="valid"):
-    ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    return run_call(_avgpool_forward_part, pack(y, x, ph, pw, sh, sw, pt, pl), x.size, (y, x))
-
-
-@bound_op
-def avgpool2d_backward(dx, dy, *, pool_size, strides, padding="valid"):
-    ph, pw, sh, sw, _, _, pt, pl = pool_plan(dx.shape, pool_size, strides, padding)
-    return run_call(_avgpool_backward_part, pack(dx, dy, ph, pw, sh, sw, pt, pl), dx.size,
-                    (dx, dy))
-
-
-@bound_op
-def global_avgpool2d_forward(y, x):
-    n, h, w, c = x.shape
-    scratch = np.empty((numba.get_num_threads(), c))  # a row per part, however run splits
-    x3 = x.reshape(n, h * w, c)
-    return run_call(_global_avgpool_forward_part, pack(y, x3, scratch), x.size,
-                    (y, x3, scratch))
-
-
-@bound_op
-def global_avgpool2d_backward(dx, dy):
-    n, h, w, c = dx.shape
-    dx3 = dx.reshape(n, h * w, c)
-    return run_call(_global_avgpool_backward_part, pack(dx3, dy), dx.size, (dx3, dy))

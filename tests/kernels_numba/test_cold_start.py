@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import kernels_numba
-from kernels_numba.cpu import _parallel, activation, dense, dropout, gemm, pool2d
+from kernels_numba.cpu import (_parallel, activation, dense, dropout, gemm, pool2d,
+                               pool2d_average)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -70,19 +71,19 @@ def test_avgpool_split_matches_serial(padding):
     y = np.empty((shape[0], ho, wo, shape[3]), np.float32)
     pool2d.avgpool2d_forward(y, x, pool_size=pool, strides=strides, padding=padding)
     y1 = np.empty_like(y)
-    pool2d._avgpool_forward(y1, x, ph, pw, sh, sw, pt, pl, 0, shape[0] * ho)
+    pool2d_average._avgpool_forward(y1, x, ph, pw, sh, sw, pt, pl, 0, shape[0] * ho)
     np.testing.assert_array_equal(_bits(y), _bits(y1))
     dy = rng.standard_normal(y.shape).astype(np.float32)
     dx, dx1 = np.empty_like(x), np.empty_like(x)
     pool2d.avgpool2d_backward(dx, dy, pool_size=pool, strides=strides, padding=padding)
-    pool2d._avgpool_backward(dx1, dy, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1])
+    pool2d_average._avgpool_backward(dx1, dy, ph, pw, sh, sw, pt, pl, 0, shape[0] * shape[1])
     np.testing.assert_array_equal(_bits(dx), _bits(dx1))
     g = np.empty((shape[0], shape[3]), np.float32)
     pool2d.global_avgpool2d_forward(g, x)
     np.testing.assert_allclose(g, x.astype(np.float64).mean(axis=(1, 2)), rtol=1e-6, atol=1e-7)
     g1 = np.empty_like(g)
-    pool2d._global_avgpool_rows(g1, x.reshape(shape[0], -1, shape[3]), np.empty(shape[3]), 0,
-                                shape[0])
+    pool2d_average._global_avgpool_rows(g1, x.reshape(shape[0], -1, shape[3]),
+                                        np.empty(shape[3]), 0, shape[0])
     np.testing.assert_array_equal(_bits(g), _bits(g1))
     gx = np.empty_like(x)
     pool2d.global_avgpool2d_backward(gx, g)
