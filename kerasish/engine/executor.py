@@ -104,8 +104,10 @@ class Executor:
                 in loss.scratch_shapes(rows, shape[-1]).items()})
         # softmax + sparse CE outputs: one fused launch per training step
         self.fused = fused_loss.find(self) if self.mode == TRAIN else {}
-        # Conv2D(relu) -> MaxPooling2D: one backward launch for the pair
+        # Conv2D(relu) -> MaxPooling2D: one backward launch for the pair; the conv's
+        # epilogue done by the pool's forward
         self.pooled = conv_pool.find(self) if self.mode == TRAIN else {}
+        self.pooled_forward = conv_pool.find_forward(self, self.pooled)
         self.penalties = regularization.Penalties(self) if self.mode != PREDICT else None
 
     def _alloc(self, kind, name, shape, dtype):

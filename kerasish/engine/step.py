@@ -2,6 +2,7 @@
 forward and backward launch lists the executor runs (engine/executor.py)."""
 
 
+from kerasish.engine import conv_pool
 from kerasish.engine.plan import PREDICT, TRAIN
 from kerasish.graph.memory import batched, elements
 
@@ -33,11 +34,18 @@ class Step:
         self.n_rows = [o.shape[0] for o in self.output_rows]
         self.masks = [_rows_view(m, n) for m in ex.masks]
         self.forward = []
+        fused = getattr(ex, "pooled_forward", {})
+        pools = {pool: g.calls[conv].layer for conv, pool in fused.items()}
         for call, scratch in zip(g.calls, ex.call_scratch):
             # zero-copy layers and weights/constants (their buffer is the tensor) launch nothing
             if not getattr(call.layer, "aliases_input", False) and \
                     not hasattr(call.layer, "external_value"):
-                self.forward.append((call.layer, _pack([self.acts[t] for t in call.inputs],
+                layer = call.layer  # or a fused conv + pool's half (engine/conv_pool.py)
+                if call.index in fused:
+                    layer = conv_pool.ConvLinear(layer)
+                elif call.index in pools:
+                    layer = conv_pool.PoolReluBias(layer, pools[call.index])
+                self.forward.append((layer, _pack([self.acts[t] for t in call.inputs],
                                                        call.list_input),
                                      _pack([self.acts[t] for t in call.outputs],
                                            call.list_output), scratch,

@@ -130,6 +130,13 @@ class Conv2D(Layer):
             ops.activation_forward(y, z, kind=self.activation,
                                    alpha=activations.alpha(self.activation))
 
+    def forward_linear(self, y, x, training):
+        """forward() without bias or activation: the conv half of a fused Conv2D(relu) ->
+        MaxPooling2D forward, whose pool adds them (kerasish/engine/conv_pool.py)."""
+        self._columns_ready = bool(training)
+        ops.conv2d_forward(y, x, self.kernel.value, None, self._workspace(x.shape[0]),
+                           **self._geometry())
+
     def backward(self, dx, dy, x, y):
         n = x.shape[0]
         act = self.activation

@@ -48,6 +48,12 @@ class MaxPooling2D(_Pooling2D):
     def forward(self, y, x, training):
         ops.maxpool2d_forward(y, self.scratch_view("argmax", x.shape[0]), x, **self._kw())
 
+    def forward_relu_bias(self, y, x, bias):
+        """The pool of relu(x + bias): the pool half of a fused Conv2D(relu) ->
+        MaxPooling2D forward, x the conv's linear output (kerasish/engine/conv_pool.py)."""
+        ops.maxpool2d_forward(y, self.scratch_view("argmax", x.shape[0]), x, relu_bias=bias,
+                              **self._kw())
+
     def backward(self, dx, dy, x, y):
         if dx is not None:
             ops.maxpool2d_backward(dx, dy, self.scratch_view("argmax", dy.shape[0]),

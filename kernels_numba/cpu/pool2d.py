@@ -37,14 +37,26 @@ from kernels_numba.cpu.pool2d_average import (  # noqa: F401 (the family's ops, 
 from kernels_numba.ops.pool2d import pool_plan
 
 # The max-pool parts' packed arguments: (out, src, argmax, ph, pw, sh, sw, pt, pl, mode,
-# pv, sums); pv and sums are read only by MASKED (stand-ins otherwise).
+# pv, sums); pv and sums are read only by MASKED, pv by FORWARD_RELU (its bias, viewed
+# (1, 1, 1, C)); stand-ins otherwise.
 ARGS = 30
-FORWARD, BACKWARD, MASKED, SUM_PARTS = 0, 1, 2, 3
+FORWARD, BACKWARD, MASKED, SUM_PARTS, FORWARD_RELU = 0, 1, 2, 3, 4
+_ZERO = np.float32(0.0)
 _UNMASKED = (np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1), np.float32))
 _local = threading.local()
 
 
 # njit loops
+
+@numba.njit(inline="always")
+def _pooled_value(src, bias, ch, relu):
+    """src[ch], or (FORWARD_RELU: the max-pool of a ReLU conv's output, from its linear
+    output) relu(src[ch] + bias[ch]), the value the conv's epilogue would have written."""
+    if relu:
+        v = src[ch] + bias[ch]
+        return _ZERO if v <= _ZERO else v  # NaN passes through
+    return src[ch]
+
 
 @numba.njit(inline="always")
 def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1, pv, sums, masked):
@@ -147,10 +159,11 @@ def _maxpool_part(args, p, parts):
     a = numba.carray(args, ARGS)
     out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
     ph, pw, sh, sw, pt, pl = a[15], a[16], a[17], a[18], a[19], a[20]
-    if a[21] == FORWARD:
+    if a[21] == FORWARD or a[21] == FORWARD_RELU:
         # Forward over (sample, output row) pairs. The running max and argmax live in y
         # and argmax themselves (no scratch, no copy-out loop: a smaller compile).
         y, x = out, src
+        relu, bias = a[21] == FORWARD_RELU, f32_4d(a, 22)[0, 0, 0]
         n, h, w, c = x.shape
         _, ho, wo, _ = y.shape
         rows = n * ho
@@ -171,8 +184,9 @@ def _maxpool_part(args, p, parts):
                         first = (ih == h0) & (iw == w0)
                         # Selects, not branches, so the channel loop vectorizes (1.6 ->
                         # 1.0 ms); | not `or`: no short-circuit branches to type and lower.
+                        cell = x[b, ih, iw]
                         for ch in range(c):
-                            v = x[b, ih, iw, ch]
+                            v = _pooled_value(cell, bias, ch, relu)
                             # NaN wins; nothing beats a NaN best
                             take = first | (v > best[ch]) | (v != v)
                             best[ch] = v if take else best[ch]
@@ -199,12 +213,13 @@ def _maxpool_2x2_part(args, p, parts):
             for ch in range(db.shape[0]):
                 db[ch] += sums[q, ch]
         return
-    if a[21] != FORWARD:
+    if a[21] != FORWARD and a[21] != FORWARD_RELU:
         _maxpool_backward_disjoint(out, src, argmax, 2, 2, sh, sw, 0, 0, p, parts,
                                    f32_4d(a, 22), f32_2d(a, 27)[p if a[21] == MASKED else 0],
                                    a[21] == MASKED)
         return
     y, x = out, src
+    relu, bias = a[21] == FORWARD_RELU, f32_4d(a, 22)[0, 0, 0]
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
     rows = n * ho
@@ -220,14 +235,14 @@ def _maxpool_2x2_part(args, p, parts):
             x0, x1, x2, x3 = x[b, h0, w0], x[b, h0, w0 + 1], x[b, h0 + 1, w0], \
                 x[b, h0 + 1, w0 + 1]
             for ch in range(c):
-                m, at = x0[ch], k0 + ch
-                v = x1[ch]
+                m, at = _pooled_value(x0, bias, ch, relu), k0 + ch
+                v = _pooled_value(x1, bias, ch, relu)
                 take = (v > m) | (v != v)  # NaN wins; nothing beats a NaN best
                 m, at = (v if take else m), (k0 + c + ch if take else at)
-                v = x2[ch]
+                v = _pooled_value(x2, bias, ch, relu)
                 take = (v > m) | (v != v)
                 m, at = (v if take else m), (k2 + ch if take else at)
-                v = x3[ch]
+                v = _pooled_value(x3, bias, ch, relu)
                 take = (v > m) | (v != v)
                 best[ch], where[ch] = (v if take else m), (k2 + c + ch if take else at)
 
@@ -262,11 +277,15 @@ def _backward_part(ph, pw, sh, sw, padding):
 
 
 @bound_op
-def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
+def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid", relu_bias=None):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
+    if relu_bias is None:
+        mode, extra = FORWARD, _UNMASKED
+    else:
+        mode, extra = FORWARD_RELU, (relu_bias.reshape(1, 1, 1, -1), _UNMASKED[1])
     return run_call(_max_part(ph, pw, padding),
-                    pack(y, x, argmax, ph, pw, sh, sw, pt, pl, FORWARD, *_UNMASKED), x.size,
-                    (y, x, argmax))
+                    pack(y, x, argmax, ph, pw, sh, sw, pt, pl, mode, *extra), x.size,
+                    (y, x, argmax, *extra))
 
 
 @bound_op

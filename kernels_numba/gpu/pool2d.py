@@ -9,7 +9,7 @@ dy / count. A NaN in a window wins it (argmax at the last NaN, as the CPU twin).
 
 from numba import float32
 
-from kernels_numba._cuda import cuda, grid_1d, kernel, launch
+from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.ops.pool2d import pool_plan
 
 F32_3D = "float32[:, :, ::1]"
@@ -21,8 +21,19 @@ MAX_THREADS = 65536 * 256
 
 # kernels
 
-@kernel(f"void({F32_4D}, {I32_4D}, {F32_4D}, {GEOM})")
-def _maxpool_forward_kernel(y, argmax, x, ph, pw, sh, sw, pt, pl):
+@device_function
+def _pooled_value(x, b, ih, iw, ch, bias, relu):
+    # x, or (relu_bias given: a ReLU conv's linear output) relu(x + bias), as its
+    # epilogue would have written it
+    v = x[b, ih, iw, ch]
+    if relu:
+        v = v + bias[ch]
+        v = float32(0.0) if v <= float32(0.0) else v  # NaN passes through
+    return v
+
+
+@kernel(f"void({F32_4D}, {I32_4D}, {F32_4D}, float32[::1], int64, {GEOM})")
+def _maxpool_forward_kernel(y, argmax, x, bias, relu, ph, pw, sh, sw, pt, pl):
     h = x.shape[1]
     w = x.shape[2]
     c = x.shape[3]
@@ -41,11 +52,11 @@ def _maxpool_forward_kernel(y, argmax, x, ph, pw, sh, sw, pt, pl):
         w1 = min(ow * sw - pl + pw, w)
         # Padded cells count as -inf, so they never win: start from the first real cell
         # (every window holds one, for "same" padding too).
-        best = x[b, h0, w0, ch]
+        best = _pooled_value(x, b, h0, w0, ch, bias, relu)
         arg = (h0 * w + w0) * c + ch
         for ih in range(h0, h1):
             for iw in range(w0, w1):
-                v = x[b, ih, iw, ch]
+                v = _pooled_value(x, b, ih, iw, ch, bias, relu)
                 if v > best or v != v:  # NaN wins; nothing beats a NaN best
                     best = v
                     arg = (ih * w + iw) * c + ch
@@ -167,9 +178,14 @@ def _launch(k, n, *args):
     launch(k, grid, block, *args)
 
 
-def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
+def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid", relu_bias=None):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(x.shape, pool_size, strides, padding)
-    _launch(_maxpool_forward_kernel, y.size, y, argmax, x, ph, pw, sh, sw, pt, pl)
+    if y.size == 0:
+        return
+    relu = relu_bias is not None
+    bias = relu_bias if relu else y[0, 0, 0]  # (a plain pool's bias: never read)
+    _launch(_maxpool_forward_kernel, y.size, y, argmax, x, bias, int(relu), ph, pw, sh, sw,
+            pt, pl)
 
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):

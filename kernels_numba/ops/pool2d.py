@@ -56,7 +56,7 @@ def pool_plan(x_shape, pool_size, strides, padding):
     return pool[0], pool[1], sh, sw, ho, wo, pt, pl
 
 
-def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
+def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid", relu_bias=None):
     """y = max over each window; argmax = where it was.
 
     Args:
@@ -65,14 +65,24 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid"):
         x: (N, H, W, C) float32.
         pool_size, strides: (ph, pw), (sh, sw); strides None = pool_size.
         padding: "valid" or "same".
+        relu_bias: (C,) float32 or None. Given, the pool of relu(x + relu_bias), the
+            value each cell would hold after a ReLU conv's epilogue (x its linear output,
+            without bias): the conv + pool forward of kerasish/engine/conv_pool.py, which
+            skips that epilogue's pass. The same y and argmax, bit for bit.
     """
     op = "maxpool2d_forward"
     x_shape = _check.array(op, "x", x, ndim=4)
     out = _output_shape(op, x_shape, pool_size, strides, padding)
     _check.array(op, "y", y, shape=out)
     _check.array(op, "argmax", argmax, shape=out, dtype=np.int32)
-    fn = impl(op, FAMILY, y=y, argmax=argmax, x=x)
-    fn(y, argmax, x, pool_size=pool_size, strides=strides, padding=padding)
+    if relu_bias is not None:
+        _check.array(op, "relu_bias", relu_bias, shape=(x_shape[3],))
+    fn = impl(op, FAMILY, y=y, argmax=argmax, x=x, relu_bias=relu_bias)
+    if relu_bias is None:  # (the common call: no keyword the twins need not see)
+        fn(y, argmax, x, pool_size=pool_size, strides=strides, padding=padding)
+    else:
+        fn(y, argmax, x, pool_size=pool_size, strides=strides, padding=padding,
+           relu_bias=relu_bias)
 
 
 def maxpool2d_backward(dx, dy, argmax, *, pool_size, strides, padding="valid"):

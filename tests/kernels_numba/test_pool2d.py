@@ -324,3 +324,29 @@ def test_maxpool_2x2_ties_nan_and_inf(device, strides, padding):
     y_ref, arg_ref = _maxpool_argmax_ref(x, (2, 2), strides, padding)
     np.testing.assert_array_equal(host(y), y_ref.astype(np.float32))
     np.testing.assert_array_equal(host(arg), arg_ref)
+
+
+@pytest.mark.parametrize("shape,pool,strides,padding", [
+    ((2, 6, 8, 5), (2, 2), (2, 2), "valid"),     # the CPU's 2x2 part
+    ((1, 5, 7, 3), (3, 2), (2, 2), "same"),      # the general window loop, padded
+    ((1, 5, 7, 3), (3, 2), (1, 1), "valid"),     # overlapping windows
+])
+def test_maxpool_forward_with_relu_bias_is_the_pool_of_the_relu(device, shape, pool, strides,
+                                                                padding):
+    # relu_bias (conv_pool's forward): the pool of relu(x + b), the same bits and argmax
+    # as pooling what a ReLU conv's epilogue would have written
+    x = np.round(randn(shape, seed=31) * 2) / 2  # ties, zeros and negatives
+    x[0, 1, 1, 0], x[0, 2, 3, 1] = np.nan, -np.inf
+    b = randn(shape[3], seed=32)
+    kw = dict(pool_size=pool, strides=strides, padding=padding)
+    out = ops.pool2d_output_shape(shape, **kw)
+    z = np.maximum(x + b, 0, dtype=np.float32)
+    z[np.isnan(x + b)] = np.nan  # (np.maximum would too; made explicit)
+    y_ref, arg_ref = on(device, np.zeros(out, np.float32), np.zeros(out, np.int32))
+    ops.maxpool2d_forward(y_ref, arg_ref, on(device, z), **kw)
+    y, arg = on(device, np.full(out, 9.0, np.float32), np.zeros(out, np.int32))
+    ops.maxpool2d_forward(y, arg, on(device, x), relu_bias=on(device, b), **kw)
+    np.testing.assert_array_equal(host(y).view(np.int32), host(y_ref).view(np.int32))
+    np.testing.assert_array_equal(host(arg), host(arg_ref))
+    with pytest.raises(ValueError, match=r"maxpool2d_forward.*relu_bias"):
+        ops.maxpool2d_forward(y, arg, on(device, x), relu_bias=on(device, b[:-1]), **kw)
