@@ -60,7 +60,7 @@ def _ahead_parts():
     from kernels_numba.ops.activation import KIND_CODES
 
     parts = [optim._adam_part[0], loss_train._rows_softmax_sparse_ce_train,
-             conv2d_columns._conv_part, optim._sgd_part[0], pool2d._maxpool_2x2_part,
+             conv2d_columns._conv_part, optim._sgd_part[0], pool2d._maxpool_2x2_relu_part,
              dense._bias_activation_part(KIND_CODES["relu"])]
     if gemm._SGEMM is not None:
         parts.append(gemm._split_part)

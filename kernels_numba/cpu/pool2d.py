@@ -49,16 +49,6 @@ _local = threading.local()
 # njit loops
 
 @numba.njit(inline="always")
-def _pooled_value(src, bias, ch, relu):
-    """src[ch], or (FORWARD_RELU: the max-pool of a ReLU conv's output, from its linear
-    output) relu(src[ch] + bias[ch]), the value the conv's epilogue would have written."""
-    if relu:
-        v = src[ch] + bias[ch]
-        return _ZERO if v <= _ZERO else v  # NaN passes through
-    return src[ch]
-
-
-@numba.njit(inline="always")
 def _maxpool_backward(dx, dy, argmax, ph, pw, sh, sw, pt, pl, r0, r1, pv, sums, masked):
     # Any geometry (overlapping windows too): each dx cell of input rows r0..r1 of the
     # (sample, input row) pairs adds the dy of every window containing it whose argmax
@@ -186,7 +176,10 @@ def _maxpool_part(args, p, parts):
                         # 1.0 ms); | not `or`: no short-circuit branches to type and lower.
                         cell = x[b, ih, iw]
                         for ch in range(c):
-                            v = _pooled_value(cell, bias, ch, relu)
+                            v = cell[ch]
+                            if relu:  # FORWARD_RELU: relu(v + bias), see the 2x2 part
+                                v += bias[ch]
+                                v = _ZERO if v <= _ZERO else v
                             # NaN wins; nothing beats a NaN best
                             take = first | (v > best[ch]) | (v != v)
                             best[ch] = v if take else best[ch]
@@ -197,29 +190,14 @@ def _maxpool_part(args, p, parts):
                                    a[21] == MASKED)
 
 
-@lazy_part
-def _maxpool_2x2_part(args, p, parts):
-    # The usual pool, 2x2 with "valid" padding (every window whole), forward (mode 0) and
-    # backward (1): its own part so such a model never compiles the general window loop.
-    # A window's four cells go through one channel loop, the running max in registers,
-    # y and argmax written once (the reference CNN's first pool 0.95 -> 0.39 ms): the
-    # same selects, in the same cell order, as _maxpool_part's loop.
-    a = numba.carray(args, ARGS)
-    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
-    sh, sw = a[17], a[18]
-    if a[21] == SUM_PARTS:  # out[0, 0, 0] (db) += each part's row of sums, in part order
-        sums, db = f32_2d(a, 27), out[0, 0, 0]
-        for q in range(sums.shape[0]):
-            for ch in range(db.shape[0]):
-                db[ch] += sums[q, ch]
-        return
-    if a[21] != FORWARD and a[21] != FORWARD_RELU:
-        _maxpool_backward_disjoint(out, src, argmax, 2, 2, sh, sw, 0, 0, p, parts,
-                                   f32_4d(a, 22), f32_2d(a, 27)[p if a[21] == MASKED else 0],
-                                   a[21] == MASKED)
-        return
-    y, x = out, src
-    relu, bias = a[21] == FORWARD_RELU, f32_4d(a, 22)[0, 0, 0]
+@numba.njit(inline="always")
+def _maxpool_2x2_forward(y, argmax, x, bias, sh, sw, p, parts, relu):
+    # The usual pool, 2x2 with "valid" padding (every window whole), over (sample, output
+    # row) pairs: a window's four cells go through one channel loop, the running max in
+    # registers, y and argmax written once (the reference CNN's first pool 0.95 -> 0.39
+    # ms), the same selects, in the same cell order, as _maxpool_part's loop. relu (a
+    # constant at each call: the other branch is pruned): the pool of relu(x + bias), the
+    # values a ReLU conv's epilogue would have written from its linear output x.
     n, h, w, c = x.shape
     _, ho, wo, _ = y.shape
     rows = n * ho
@@ -235,16 +213,55 @@ def _maxpool_2x2_part(args, p, parts):
             x0, x1, x2, x3 = x[b, h0, w0], x[b, h0, w0 + 1], x[b, h0 + 1, w0], \
                 x[b, h0 + 1, w0 + 1]
             for ch in range(c):
-                m, at = _pooled_value(x0, bias, ch, relu), k0 + ch
-                v = _pooled_value(x1, bias, ch, relu)
-                take = (v > m) | (v != v)  # NaN wins; nothing beats a NaN best
-                m, at = (v if take else m), (k0 + c + ch if take else at)
-                v = _pooled_value(x2, bias, ch, relu)
-                take = (v > m) | (v != v)
-                m, at = (v if take else m), (k2 + ch if take else at)
-                v = _pooled_value(x3, bias, ch, relu)
-                take = (v > m) | (v != v)
-                best[ch], where[ch] = (v if take else m), (k2 + c + ch if take else at)
+                v0, v1, v2, v3 = x0[ch], x1[ch], x2[ch], x3[ch]
+                if relu:
+                    bc = bias[ch]
+                    v0, v1, v2, v3 = v0 + bc, v1 + bc, v2 + bc, v3 + bc
+                    v0 = _ZERO if v0 <= _ZERO else v0  # NaN passes through
+                    v1 = _ZERO if v1 <= _ZERO else v1
+                    v2 = _ZERO if v2 <= _ZERO else v2
+                    v3 = _ZERO if v3 <= _ZERO else v3
+                m, at = v0, k0 + ch
+                take = (v1 > m) | (v1 != v1)  # NaN wins; nothing beats a NaN best
+                m, at = (v1 if take else m), (k0 + c + ch if take else at)
+                take = (v2 > m) | (v2 != v2)
+                m, at = (v2 if take else m), (k2 + ch if take else at)
+                take = (v3 > m) | (v3 != v3)
+                best[ch], where[ch] = (v3 if take else m), (k2 + c + ch if take else at)
+
+
+# Two 2x2 parts, so a model compiles only the one it uses: plain (FORWARD, BACKWARD) and,
+# for a ReLU conv's pool (kerasish/engine/conv_pool.py), FORWARD_RELU, MASKED, SUM_PARTS
+# (one part with both compiled in 1.67 CPU s, against 1.24 plain and 1.52 ReLU apart).
+
+@lazy_part
+def _maxpool_2x2_part(args, p, parts):
+    a = numba.carray(args, ARGS)
+    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    if a[21] == BACKWARD:
+        _maxpool_backward_disjoint(out, src, argmax, 2, 2, a[17], a[18], 0, 0, p, parts,
+                                   f32_4d(a, 22), f32_2d(a, 27)[0], False)
+        return
+    _maxpool_2x2_forward(out, argmax, src, f32_4d(a, 22)[0, 0, 0], a[17], a[18], p, parts,
+                         False)
+
+
+@lazy_part
+def _maxpool_2x2_relu_part(args, p, parts):
+    a = numba.carray(args, ARGS)
+    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    if a[21] == SUM_PARTS:  # out[0, 0, 0] (db) += each part's row of sums, in part order
+        sums, db = f32_2d(a, 27), out[0, 0, 0]
+        for q in range(sums.shape[0]):
+            for ch in range(db.shape[0]):
+                db[ch] += sums[q, ch]
+        return
+    if a[21] == MASKED:
+        _maxpool_backward_disjoint(out, src, argmax, 2, 2, a[17], a[18], 0, 0, p, parts,
+                                   f32_4d(a, 22), f32_2d(a, 27)[p], True)
+        return
+    _maxpool_2x2_forward(out, argmax, src, f32_4d(a, 22)[0, 0, 0], a[17], a[18], p, parts,
+                         True)
 
 
 @lazy_part
@@ -264,16 +281,19 @@ def _whole_2x2(ph, pw, padding):
     return ph == 2 and pw == 2 and padding == "valid"
 
 
-def _max_part(ph, pw, padding):
-    """The forward's part, which the disjoint-window backward shares (one compile)."""
-    return _maxpool_2x2_part if _whole_2x2(ph, pw, padding) else _maxpool_part
+def _max_part(ph, pw, padding, relu=False):
+    """The forward's part, which the disjoint-window backward shares (one compile); relu:
+    FORWARD_RELU and MASKED's."""
+    if not _whole_2x2(ph, pw, padding):
+        return _maxpool_part
+    return _maxpool_2x2_relu_part if relu else _maxpool_2x2_part
 
 
 # launchers: bound ops (kernels_numba.cpu._parallel.bound_op), so a replayed CPU launch
 # plan repeats each one's packed call without its geometry worked out again
 
-def _backward_part(ph, pw, sh, sw, padding):
-    return _max_part(ph, pw, padding) if sh >= ph and sw >= pw else _maxpool_overlap_part
+def _backward_part(ph, pw, sh, sw, padding, relu=False):
+    return _max_part(ph, pw, padding, relu) if sh >= ph and sw >= pw else _maxpool_overlap_part
 
 
 @bound_op
@@ -283,7 +303,7 @@ def maxpool2d_forward(y, argmax, x, *, pool_size, strides, padding="valid", relu
         mode, extra = FORWARD, _UNMASKED
     else:
         mode, extra = FORWARD_RELU, (relu_bias.reshape(1, 1, 1, -1), _UNMASKED[1])
-    return run_call(_max_part(ph, pw, padding),
+    return run_call(_max_part(ph, pw, padding, relu_bias is not None),
                     pack(y, x, argmax, ph, pw, sh, sw, pt, pl, mode, *extra), x.size,
                     (y, x, argmax, *extra))
 
@@ -302,15 +322,15 @@ def masked_backward_calls(dz, dy, y, argmax, db, pool_size, strides, padding):
     a ReLU, so relu'(y) is the mask at its argmax). Each part sums its own rows of dz;
     the parts are added in order."""
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dz.shape, pool_size, strides, padding)
-    part = _backward_part(ph, pw, sh, sw, padding)
+    part = _backward_part(ph, pw, sh, sw, padding, relu=True)
     parts = numba.get_num_threads() if split(dz.size) else 1
     sums = _sums(parts, dz.shape[3])
     keep = (dz, dy, argmax, y, sums)
     calls = [part_call(part, pack(dz, dy, argmax, ph, pw, sh, sw, pt, pl, MASKED, y, sums),
                        parts, keep)]
-    if db is not None:  # (the 2x2 part: a one-row loop, whatever the pool)
+    if db is not None:  # (the 2x2 ReLU part: a one-row loop, whatever the pool)
         db4 = db.reshape(1, 1, 1, -1)
-        calls.append(part_call(_maxpool_2x2_part, pack(db4, y, argmax, 0, 0, 0, 0, 0, 0,
+        calls.append(part_call(_maxpool_2x2_relu_part, pack(db4, y, argmax, 0, 0, 0, 0, 0, 0,
                                                        SUM_PARTS, y, sums), 1, (db4, *keep)))
     return calls
 
