@@ -26,7 +26,7 @@ def main(argv=None):
     os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
     import numpy as np
 
-    from benchmarks.profile_step import _drop_launch_plans, _fit
+    from benchmarks.profile_step import _drop_launch_plans, _fit, print_rounds
     from benchmarks.train import BATCH, kerasish_model
     from kernels_numba.cpu import conv2d
 
@@ -56,11 +56,7 @@ def main(argv=None):
                   + " ms/step", flush=True)
     finally:
         conv2d._grouped_calls = grouped
-    print(f"CNN CPU step, batch {BATCH}, {args.threads} threads, {args.rounds} rounds:")
-    for name, t in times.items():
-        t = sorted(t)
-        print(f"  {name:16s} median {t[len(t) // 2]:.2f} ms/step (min {t[0]:.2f}, "
-              f"max {t[-1]:.2f})")
+    print_rounds(times, BATCH, args.threads)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def main(argv=None):
     os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
     import numpy as np
 
-    from benchmarks.profile_step import _fit
+    from benchmarks.profile_step import _fit, print_rounds
     from benchmarks.train import BATCH, kerasish_model
     from kerasish.engine import conv_pool
 
@@ -47,11 +47,7 @@ def main(argv=None):
             times[name].append(1e3 * min(_fit(model, xs, ys, args.steps) for _ in range(2)))
         print(f"  round {r}: " + ", ".join(f"{n} {t[-1]:.2f}" for n, t in times.items())
               + " ms/step", flush=True)
-    print(f"CNN CPU step, batch {BATCH}, {args.threads} threads, {args.rounds} rounds:")
-    for name, t in times.items():
-        t = sorted(t)
-        print(f"  {name:9s} median {t[len(t) // 2]:.2f} ms/step (min {t[0]:.2f}, "
-              f"max {t[-1]:.2f})")
+    print_rounds(times, BATCH, args.threads)
 
 
 if __name__ == "__main__":

@@ -189,6 +189,17 @@ def _fit(model, xs, ys, steps):
     return (time.perf_counter() - start) / steps
 
 
+def print_rounds(times, batch, threads):
+    """An alternating A/B's medians (benchmarks/ab_*.py): times = {variant: [ms per round]}."""
+    rounds = len(next(iter(times.values()), []))
+    print(f"CNN CPU step, batch {batch}, {threads} threads, {rounds} rounds:")
+    width = max(len(name) for name in times)
+    for name, t in times.items():
+        t = sorted(t)
+        print(f"  {name:{width}s} median {t[len(t) // 2]:.2f} ms/step (min {t[0]:.2f}, "
+              f"max {t[-1]:.2f})")
+
+
 def profile(model, x, y, steps=30, passes=3):
     """{"step_s": plain step, "timed_step_s", "buckets": {name: (s per step, calls per
     step)}}: fit over `steps` copies of the batch (x, y); each number its best pass."""
