@@ -13,20 +13,14 @@ The machine's speed drifts from minute to minute, so compare the variants within
 each round's line, then the medians.
 """
 
-import argparse
-import os
-
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    # (profile_step imports no numba)
+    from benchmarks.profile_step import _drop_launch_plans, _fit, ab_arguments, print_rounds
+
+    args = ab_arguments(__doc__, argv)  # NUMBA_NUM_THREADS first
     import numpy as np
 
-    from benchmarks.profile_step import _drop_launch_plans, _fit, print_rounds
     from benchmarks.train import BATCH, kerasish_model
     from kernels_numba.cpu import conv2d
 

@@ -11,20 +11,14 @@ the launch plans. The machine's speed drifts from minute to minute, so compare w
 round: each round's line, then the medians.
 """
 
-import argparse
-import os
-
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    # (profile_step imports no numba)
+    from benchmarks.profile_step import _fit, ab_arguments, print_rounds
+
+    args = ab_arguments(__doc__, argv)  # NUMBA_NUM_THREADS first
     import numpy as np
 
-    from benchmarks.profile_step import _fit, print_rounds
     from benchmarks.train import BATCH, kerasish_model
     from kerasish.engine import conv_pool
 

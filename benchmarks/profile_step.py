@@ -189,6 +189,20 @@ def _fit(model, xs, ys, steps):
     return (time.perf_counter() - start) / steps
 
 
+def ab_arguments(doc, argv=None):
+    """The alternating A/B benchmarks' (benchmarks/ab_*.py) --rounds, --steps, --threads;
+    NUMBA_NUM_THREADS set from --threads, before numba is imported."""
+    import os
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    return args
+
+
 def print_rounds(times, batch, threads):
     """An alternating A/B's medians (benchmarks/ab_*.py): times = {variant: [ms per round]}."""
     rounds = len(next(iter(times.values()), []))

@@ -83,7 +83,7 @@ class Step:
         if ex.mode == TRAIN:
             self._plan_backward(ex, plan, g, grads, n, slot)
 
-    def _pooled_entry(self, ex, plan, g, grads, n, conv, pool):
+    def _pooled_entry(self, ex, plan, grads, n, conv, pool):
         """The _POOLED entry: the conv's backward_pooled arguments (dx, the pool's dy, the
         conv's x, the pool's y and argmax, dz: the conv output gradient's storage)."""
         t_in = conv.inputs[0]
@@ -114,7 +114,7 @@ class Step:
                     call.index in pools:  # a fused pool: its conv's entry does its work
                 continue
             if call.index in pooled:
-                self.backward.append(self._pooled_entry(ex, plan, g, grads, n, call,
+                self.backward.append(self._pooled_entry(ex, plan, grads, n, call,
                                                         g.calls[pooled[call.index]]))
                 continue
             for t in call.outputs:

@@ -14,7 +14,6 @@ max-pool's own part, so a model compiles nothing more for it.
 from kernels_numba.cpu import conv2d as _conv2d
 from kernels_numba.cpu._parallel import bound_op, chain
 from kernels_numba.cpu.pool2d import masked_backward_calls
-from kernels_numba.ops.conv2d_pool import pooled_plan
 
 
 @bound_op
@@ -22,13 +21,10 @@ def conv2d_relu_maxpool_backward(dx, dw, db, dp, p, argmax, x, w, workspace, dz,
                                  strides=(1, 1), padding="valid", dilation_rate=(1, 1),
                                  pool_size=(2, 2), pool_strides=None, pool_padding="valid",
                                  columns_ready=False):
-    pooled_plan(x.shape, w.shape, strides, padding, dilation_rate, pool_size, pool_strides,
-                pool_padding)  # the twins' validated geometry
     if dx is None and dw is None and db is None:
         return chain([])
     geometry = {"strides": strides, "padding": padding, "dilation_rate": dilation_rate}
-    calls = masked_backward_calls(dz, dp, p, argmax, db, pool_size,
-                                  pool_size if pool_strides is None else pool_strides,
+    calls = masked_backward_calls(dz, dp, p, argmax, db, pool_size, pool_strides,
                                   pool_padding)
     if dw is not None:  # first: backward-data overwrites the forward's columns
         calls.append(_conv2d.conv2d_backward_filter.bind(

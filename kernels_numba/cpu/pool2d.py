@@ -11,8 +11,6 @@ at the last NaN, as PyTorch). np.empty in a part would compile numba's allocator
 (~0.3 s): the forward keeps its running max in y and argmax instead of scratch.
 """
 
-import threading
-
 import numba
 import numpy as np
 
@@ -28,6 +26,7 @@ from kernels_numba.cpu._parallel import (
     split,
 )
 from kernels_numba.cpu._window import _hi, _lo, window_range
+from kernels_numba.cpu.gemm import _thread_buffer
 from kernels_numba.cpu.pool2d_average import (  # noqa: F401 (the family's ops, for dispatch)
     avgpool2d_backward,
     avgpool2d_forward,
@@ -43,7 +42,6 @@ ARGS = 30
 FORWARD, BACKWARD, MASKED, SUM_PARTS, FORWARD_RELU = 0, 1, 2, 3, 4
 _ZERO = np.float32(0.0)
 _UNMASKED = (np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1), np.float32))
-_local = threading.local()
 
 
 # njit loops
@@ -324,7 +322,7 @@ def masked_backward_calls(dz, dy, y, argmax, db, pool_size, strides, padding):
     ph, pw, sh, sw, _, _, pt, pl = pool_plan(dz.shape, pool_size, strides, padding)
     part = _backward_part(ph, pw, sh, sw, padding, relu=True)
     parts = numba.get_num_threads() if split(dz.size) else 1
-    sums = _sums(parts, dz.shape[3])
+    sums = _thread_buffer("pool_sums", parts * dz.shape[3]).reshape(parts, dz.shape[3])
     keep = (dz, dy, argmax, y, sums)
     calls = [part_call(part, pack(dz, dy, argmax, ph, pw, sh, sw, pt, pl, MASKED, y, sums),
                        parts, keep)]
@@ -334,10 +332,3 @@ def masked_backward_calls(dz, dy, y, argmax, db, pool_size, strides, padding):
                                                        SUM_PARTS, y, sums), 1, (db4, *keep)))
     return calls
 
-
-def _sums(parts, c):
-    """This thread's (parts, C) rows of partial sums (reused: grows only)."""
-    buf = getattr(_local, "sums", None)
-    if buf is None or buf.size < parts * c:
-        buf = _local.sums = np.empty(parts * c, np.float32)
-    return buf[: parts * c].reshape(parts, c)
