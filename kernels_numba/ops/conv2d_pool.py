@@ -17,7 +17,7 @@ value p, which is z there. Then the conv's gradients of that masked dz:
 - CUDA: gathers straight from the pooled elements; `dz` and `workspace` are untouched.
 
 One difference from the separate ops: a conv output that no window selects gets no
-gradient, even where it is NaN (PyTorch's ReLU backward does the same). The separate
+gradient, even where it is NaN (Keras on its torch backend gives 0 there too). The separate
 ops' mask turns a NaN z there into a NaN gradient. A NaN inside a window wins the max,
 so it reaches dw, db and dx as before.
 
