@@ -319,8 +319,12 @@ def peak(threads=None, earlier=None):
 
 def describe_peak(p):
     when = " (best of before and after the passes)" if p.get("samples", 1) > 1 else ""
+    from kernels_numba import _blas
+
+    blas = _blas.blas_kernels()
     return (f"peak {p['gflops']:.0f} GFLOP/s = max(timed FMA loop on {p['threads']} threads "
-            f"{p['fma']:.0f}, best GEMM 1536^3 {p['gemm']:.0f}){when}; vector ISA {p['isa']}")
+            f"{p['fma']:.0f}, best GEMM 1536^3 {p['gemm']:.0f}){when}; vector ISA {p['isa']}"
+            + (f"; OpenBLAS kernels {blas}" if blas else ""))
 
 
 def peak_gflops(size=1536, repeats=5):

@@ -23,7 +23,10 @@ _SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
 # cblas_sgemm under the names NumPy's OpenBLAS builds export; "64_" ones take int64 sizes.
 _SGEMM = ("cblas_sgemm", "scipy_cblas_sgemm64_", "cblas_sgemm64_", "scipy_cblas_sgemm")
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
-_state = {"sgemm": None, "int_bits": 32, "report": "not configured"}
+_state = {"sgemm": None, "int_bits": 32, "report": "not configured", "core": None}
+# OpenBLAS's AVX2 kernel sets, and what its AVX-512 one (SkylakeX) needs of the CPU.
+_AVX2_SETS = ("Haswell", "Zen")
+_AVX512_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl")
 
 
 def _loaded_openblas():
@@ -75,11 +78,47 @@ def configure():
         sgemm_name, sgemm = _find(lib, _SGEMM)
         if set_threads is not None and sgemm is not None:
             set_threads(1)
-            _state.update(sgemm=_bind_sgemm(sgemm_name, sgemm),
+            _state.update(sgemm=_bind_sgemm(sgemm_name, sgemm), core=kernel_set(lib),
                           report=f"split: {os.path.basename(path)} at 1 thread, {sgemm_name}")
             return _state["report"]
     _state.update(sgemm=None, report="native: no OpenBLAS thread control found")
     return _state["report"]
+
+
+def kernel_set(lib):
+    """What the benchmarks print of the OpenBLAS `lib`'s kernels, or None if it won't say:
+    e.g. "Haswell (OPENBLAS_CORETYPE=Haswell; the CPU has AVX-512: OpenBLAS's SkylakeX
+    kernels run sgemm ~2x faster)". An AVX2 set pinned by the variable on an AVX-512 CPU
+    caps every GEMM near half the FMA peak (seen here, AMD Zen 5: 100-105 against 190-199
+    GFLOP/s per core, 1024^3 sgemm); the variable is the user's to set, so it is named."""
+    corename = getattr(lib, "gotoblas_corename", None)
+    if corename is None:
+        return None
+    corename.restype = ctypes.c_char_p
+    name = (corename() or b"?").decode()
+    notes = []
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced is not None:
+        notes.append(f"OPENBLAS_CORETYPE={forced}")
+    if name in _AVX2_SETS and all(f in _cpu_flags() for f in _AVX512_FLAGS):
+        notes.append("the CPU has AVX-512: OpenBLAS's SkylakeX kernels run sgemm ~2x faster")
+    return name + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _cpu_flags(path="/proc/cpuinfo"):
+    try:
+        with open(path) as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def blas_kernels():
+    """The bound OpenBLAS's kernel set as kernel_set words it, or None."""
+    return _state["core"]
 
 
 def sgemm_function():

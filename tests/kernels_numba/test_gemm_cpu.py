@@ -1,6 +1,8 @@
 """kernels_numba.cpu.gemm: the CPU twins' GEMM, split into blocks (rows, columns or K)
 run in parallel on single-threaded cblas_sgemm calls; checked against float64 products."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,43 @@ def test_blas_mode_variable_is_checked(monkeypatch):
     monkeypatch.setenv(_blas.MODE_VAR, "fast")
     with pytest.raises(ValueError, match="KERNELS_NUMBA_BLAS: expected 'split' or 'native'"):
         _blas.configure()
+
+
+class _FakeOpenBLAS:
+    """Stands in for a loaded OpenBLAS: only its gotoblas_corename export."""
+
+    def __init__(self, name):
+        self.gotoblas_corename = lambda: name
+
+
+@pytest.mark.parametrize("core,forced,flags,expected", [
+    (b"SkylakeX", None, {"avx512f", "avx512bw", "avx512dq", "avx512vl"}, "SkylakeX"),
+    (b"Haswell", None, {"avx2"}, "Haswell"),
+    (b"Haswell", "Haswell", {"avx512f", "avx512bw", "avx512dq", "avx512vl"},
+     "Haswell (OPENBLAS_CORETYPE=Haswell; the CPU has AVX-512: OpenBLAS's SkylakeX kernels "
+     "run sgemm ~2x faster)"),
+    (b"Zen", None, {"avx512f", "avx512bw", "avx512dq", "avx512vl"},
+     "Zen (the CPU has AVX-512: OpenBLAS's SkylakeX kernels run sgemm ~2x faster)"),
+    (b"Haswell", "Haswell", {"avx512f", "avx2"}, "Haswell (OPENBLAS_CORETYPE=Haswell)"),
+])
+def test_blas_kernel_set_names_a_pinned_avx2_set_on_an_avx512_cpu(monkeypatch, core, forced,
+                                                                  flags, expected):
+    # An AVX2 kernel set on an AVX-512 CPU halves every GEMM: the benchmarks print why.
+    if forced is None:
+        monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_CORETYPE", forced)
+    monkeypatch.setattr(_blas, "_cpu_flags", lambda: flags)
+    assert _blas.kernel_set(_FakeOpenBLAS(core)) == expected
+    assert _blas.kernel_set(object()) is None  # a BLAS that does not say
+
+
+def test_blas_kernels_of_the_bound_openblas():
+    if _blas.sgemm_function() is None:
+        pytest.skip("no OpenBLAS bound (KERNELS_NUMBA_BLAS=native or another BLAS)")
+    kernels = _blas.blas_kernels()
+    if kernels is None:
+        pytest.skip("this OpenBLAS does not export gotoblas_corename")
+    assert kernels.split(" ")[0].isalnum()
+    pinned = os.environ.get("OPENBLAS_CORETYPE")
+    assert (f"OPENBLAS_CORETYPE={pinned}" in kernels) == (pinned is not None)
