@@ -102,7 +102,8 @@ def test_calling_the_model_gives_inference_outputs():
     expected = np.exp(logits - logits.max(1, keepdims=True))
     np.testing.assert_allclose(out, expected / expected.sum(1, keepdims=True), rtol=1e-5)
     np.testing.assert_array_equal(model(x, training=False), out)
-    np.testing.assert_array_equal(model(x[:1]), out[:1])  # batch 1
+    # batch 1: the same outputs up to rounding (BLAS may take another kernel for one row)
+    np.testing.assert_allclose(model(x[:1]), out[:1], rtol=1e-6, atol=1e-7)
     with pytest.raises(ValueError, match="training=True"):
         model(x, training=True)
     with pytest.raises(ValueError, match=r"expected.*\(None, 5\)|5"):
