@@ -214,8 +214,12 @@ class lazy_part:
     A real compile (not a disk-cache load) is announced as a "numba:compile" event, like a
     dispatcher's, so kernels_numba.on_first_compile and benchmarks/cold_start.py see it."""
 
-    def __init__(self, py_func):
-        self.py_func = py_func
+    _PART_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+    def __init__(self, py_func, sig=PART_SIG, ctype=None):
+        # sig/ctype: another C signature and its ctypes prototype (cpu/sgemm_tiles.py's
+        # cblas_sgemm-shaped function); `serial` and run_parts assume PART_SIG.
+        self.py_func, self.sig, self.ctype = py_func, sig, ctype or self._PART_CTYPE
         self.name = f"{py_func.__module__}.{py_func.__qualname__}"
         self._cfunc = self._serial = None
 
@@ -227,7 +231,7 @@ class lazy_part:
         # default ("python") tests every divisor to raise ZeroDivisionError, which a cfunc
         # can only print (the part's output left half-written), and the test keeps loops
         # with a division from vectorizing (Adam on 102400 floats: 0.38 -> 0.05 ms).
-        cf = CFunc(self.py_func, sigutils.normalize_signature(PART_SIG), locals={},
+        cf = CFunc(self.py_func, sigutils.normalize_signature(self.sig), locals={},
                    options={"nopython": True, "error_model": ERROR_MODEL})
         cf._cache = _PartCache(self.py_func)  # cf.enable_caching(), its key with the model
         uncached = cf._compile_uncached
@@ -240,21 +244,27 @@ class lazy_part:
                     compile_ahead.loaded_from_helper.append(self.name)
                     cf._cache.skip_save = True
                     return cres
-            data = {"dispatcher": self, "args": PART_SIG.args, "return_type": types.void}
+            data = {"dispatcher": self, "args": self.sig.args, "return_type": types.void}
             with event.trigger_event("numba:compile", data=data):
                 return uncached()
 
         cf._compile_uncached = compile_uncached
         cf.compile()
         self._cfunc = cf
-        self._serial = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64,
-                                        ctypes.c_int64)(cf.address)
+        self._serial = self.ctype(cf.address)
 
     @property
     def address(self):
         if self._cfunc is None:
             self._compile()
         return self._cfunc.address
+
+    @property
+    def function(self):
+        """The compiled function as a ctypes callable of its own signature."""
+        if self._serial is None:
+            self._compile()
+        return self._serial
 
     def serial(self, args):
         """The whole range on the calling thread (the same compiled code, one part)."""

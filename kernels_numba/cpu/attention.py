@@ -29,8 +29,11 @@ _HALF = np.float32(0.5)
 
 _DUMMY4 = np.zeros((1, 1, 1, 1), np.float32)  # stands in for an absent probs/dprobs
 _BLAS = _gemm._SGEMM is not None
-_ADDRESS = _gemm._ADDRESS if _BLAS else 0
 _MARKER = _gemm._INT_MARKER if _BLAS else np.int32(0)
+
+
+def _address():
+    return _gemm.sgemm_address() if _BLAS else 0
 
 
 @numba.njit(nogil=True, inline="always")
@@ -269,7 +272,7 @@ def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs, 
         lse.fill(-np.inf)
         return
     m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
-    _forward(_BLAS, _ADDRESS, _MARKER, out, lse, q.reshape(-1), k.reshape(-1),
+    _forward(_BLAS, _address(), _MARKER, out, lse, q.reshape(-1), k.reshape(-1),
              v.reshape(-1), m, mask is not None, workspace, nb, tq, tk, nh, d, dv, scale,
              causal, probs if probs is not None else _DUMMY4, probs is not None,
              *_drop_key(drop))
@@ -283,7 +286,7 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, sca
     if q.size == 0 and k.size == 0:
         return
     m = mask.reshape(-1) if mask is not None else np.zeros(1, np.float32)
-    _backward(_BLAS, _ADDRESS, _MARKER, dq if dq is not None else dummy,
+    _backward(_BLAS, _address(), _MARKER, dq if dq is not None else dummy,
               dk if dk is not None else dummy, dv if dv is not None else dummy,
               dq is not None, dk is not None, dv is not None, dout,
               q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, m, mask is not None,

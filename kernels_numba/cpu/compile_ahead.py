@@ -56,7 +56,8 @@ def _ahead_parts():
     needs early (the max-pool) made this process wait for the helper: 5.5-6.3 s against
     4.1-5.2 s for the reference CNN's first step, in the same slow phase of the machine.
     SGD comes after conv2d's part: the reference MLP uses it, but reaches it late."""
-    from kernels_numba.cpu import conv2d_columns, dense, gemm, loss_train, optim, pool2d
+    from kernels_numba.cpu import (conv2d_columns, dense, gemm, loss_train, optim, pool2d,
+                                   sgemm_tiles)
     from kernels_numba.ops.activation import KIND_CODES
 
     parts = [optim._adam_part[0], loss_train._rows_softmax_sparse_ce_train,
@@ -64,6 +65,8 @@ def _ahead_parts():
              dense._bias_activation_part(KIND_CODES["relu"])]
     if gemm._SGEMM is not None:
         parts.append(gemm._split_part)
+    if gemm.TILES:
+        parts.append(sgemm_tiles.sgemm)
     return parts
 
 

@@ -59,7 +59,7 @@ def _grouped_calls(mode, col, x4, geom, rows, w2, bias=None, flags=0):
     if mode == BACKWARD_DATA:  # each part's scratch rows
         col = col[: parts * group * per]
     bias = _NO_BIAS if bias is None else bias
-    args = pack(col, x4, mode, *geom, rows, w2, bias, flags, group, _gemm._ADDRESS)
+    args = pack(col, x4, mode, *geom, rows, w2, bias, flags, group, _gemm.sgemm_address())
     return part_call(_conv_part, args, parts, (col, x4, rows, w2, bias))
 
 

@@ -1,5 +1,7 @@
-"""The CPU twins' GEMM: single-threaded cblas_sgemm calls on blocks of the product, run
-in parallel on numba's threads.
+"""The CPU twins' GEMM: single-threaded sgemm calls on blocks of the product, run in
+parallel on numba's threads. The sgemm is our register tiles on AVX-512 CPUs
+(cpu/sgemm_tiles.py: 2x OpenBLAS's AVX2 kernels, which this project's machine pins),
+NumPy's OpenBLAS cblas_sgemm elsewhere; both take cblas_sgemm's arguments.
 
 Why not let BLAS thread itself: see kernels_numba/_blas.py (OpenBLAS's spinning workers
 and numba's loops fought for the cores; under any other load a CNN step took 7-20x
@@ -8,9 +10,10 @@ when C is wide, or, for weight gradients (small C, long K), slices of K whose pa
 products are added in a fixed order. Each block is one BLAS call on the operands in
 place (transposed views are BLAS transpose flags, no copies), issued from numba's
 threads by kernels_numba.cpu._parallel.run_parts (the one compiled parallel loop, which
-calls `_split_part` by address), so all CPU parallelism uses numba's one pool (~15 us per parallel region,
-against ~40 us for a Python thread handoff) and nothing spins between calls. Every
-element of C is computed the same way whatever the timing: results are reproducible.
+calls `_split_part` by address), so all CPU parallelism uses numba's one pool (~15 us
+per parallel region, against ~40 us for a Python thread handoff) and nothing spins
+between calls. Every element of C is computed the same way whatever the timing: results
+are reproducible.
 
 Without a bound cblas_sgemm (KERNELS_NUMBA_BLAS=native, or not OpenBLAS) every GEMM is
 one np.matmul call and the BLAS threads itself.
@@ -27,6 +30,7 @@ from numba.extending import intrinsic
 
 from kernels_numba import _blas
 from kernels_numba._blas import NO_TRANS
+from kernels_numba.cpu import sgemm_tiles
 from kernels_numba.cpu._parallel import (Bound, f32_bits, from_f32_bits, lazy_part, pack,
                                          part_call, run_all)
 
@@ -117,13 +121,35 @@ def _add_partials(c, partials):
         c += partials[p]
 
 
-_SGEMM = _blas.sgemm_function()
+_SGEMM = _blas.sgemm_function()  # None: every GEMM is np.matmul (BLAS threads itself)
+# Our register tiles (cpu/sgemm_tiles.py) replace the bound cblas_sgemm on AVX-512 CPUs.
+TILES = _SGEMM is not None and sgemm_tiles.enabled()
 if _SGEMM is not None:
-    _ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
-    _WIDE = int(_blas.sgemm_int_bits() == 64)
+    _OPENBLAS_ADDRESS = ctypes.cast(_SGEMM, ctypes.c_void_p).value
+    _WIDE = int(TILES or _blas.sgemm_int_bits() == 64)
     # BLAS int width as a value (cpu/rnn_sequence.py and cpu/attention.py pass it to _sgemm_at)
     _INT_MARKER = np.int64(0) if _WIDE else np.int32(0)
     _split_part = _make_split_part(_INT_MARKER)
+
+
+def sgemm_address():
+    """Address of the single-threaded sgemm the CPU twins call (the tiles compile on first
+    use); only where _SGEMM is not None."""
+    return sgemm_tiles.sgemm.address if TILES else _OPENBLAS_ADDRESS
+
+
+def sgemm_callable():
+    """That sgemm as a ctypes function (cblas_sgemm's arguments)."""
+    return sgemm_tiles.sgemm.function if TILES else _SGEMM
+
+
+def backend():
+    """What runs the CPU GEMMs, in words (the benchmarks print it)."""
+    if _SGEMM is None:
+        return "np.matmul (BLAS threads itself)"
+    if TILES:
+        return "kernels_numba's AVX-512 register tiles (cpu/sgemm_tiles.py)"
+    return f"OpenBLAS sgemm ({_blas.blas_kernels() or 'its own kernel choice'})"
 
 
 def _fallback(c, a, b, accumulate):
@@ -156,16 +182,16 @@ def gemm_calls(c, a, b, *, accumulate=False):
     a_ptr, b_ptr, c_ptr = a.ctypes.data, b.ctypes.data, c.ctypes.data
     threads = numba.get_num_threads()
     if threads < 2 or m * n * k < SPLIT_MIN_MACS:
-        return [Bound(_SGEMM, (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda, b_ptr, ldb,
-                               beta, c_ptr, ldc), (a, b, c))]
+        return [Bound(sgemm_callable(), (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda,
+                                         b_ptr, ldb, beta, c_ptr, ldc), (a, b, c))]
     if k > 4 * max(m, n):
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
-        args = pack(_ADDRESS, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb, ldc,
-                    m, n, k, f32_bits(beta), REDUCTION)
+        args = pack(sgemm_address(), a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb,
+                    ldc, m, n, k, f32_bits(beta), REDUCTION)
         return [part_call(_split_part, args, parts, (a, b, c, partials)),
                 Bound(_add_partials, (c, partials))]
     how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
-    args = pack(_ADDRESS, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k, f32_bits(beta),
-                how)
+    args = pack(sgemm_address(), a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
+                f32_bits(beta), how)
     return [part_call(_split_part, args, parts, (a, b, c))]

@@ -199,11 +199,12 @@ def rnn_gemm(c, a, b, trans_a, beta, lo, hi):
     ta = TRANS if trans_a else NO_TRANS
     lda, ldb, ldc = a.strides[0] // 4, b.strides[0] // 4, c.strides[0] // 4
     pa, pb, pc = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    sgemm = _gemm.sgemm_callable()
 
     def task(p):
         q0, q1 = lo + n * p // count, lo + n * (p + 1) // count
-        _gemm._SGEMM(_ROW_MAJOR, ta, NO_TRANS, m, q1 - q0, k, 1.0, pa, lda, pb + 4 * q0, ldb,
-                     float(beta), pc + 4 * q0, ldc)
+        sgemm(_ROW_MAJOR, ta, NO_TRANS, m, q1 - q0, k, 1.0, pa, lda, pb + 4 * q0, ldb,
+              float(beta), pc + 4 * q0, ldc)
     if count == 1:
         task(0)
     else:
@@ -223,8 +224,9 @@ def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask,
         _forward_steps(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
                        rmask, use_rmask, reverse, act_code, ract_code)
         return
-    _run_blocks(_forward_rows, (cell, _gemm._ADDRESS, _gemm._INT_MARKER, h, c, gates, inner, hd,
-                                rk, bias, use_bias, mask, use_mask, rmask, use_rmask, reverse,
+    address = _gemm.sgemm_address()
+    _run_blocks(_forward_rows, (cell, address, _gemm._INT_MARKER, h, c, gates, inner, hd, rk,
+                                bias, use_bias, mask, use_mask, rmask, use_rmask, reverse,
                                 act_code, ract_code), gates.shape[1])
 
 
@@ -236,8 +238,9 @@ def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, 
         _backward_steps(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
                         rmask, use_rmask, rtmp, reverse, act_code, ract_code)
         return
-    _run_blocks(_backward_rows, (cell, _gemm._ADDRESS, _gemm._INT_MARKER, gates, inner, dh, dc,
-                                 h, c, rk, mask, use_mask, dy, has_dy, rmask, use_rmask, rtmp,
+    address = _gemm.sgemm_address()
+    _run_blocks(_backward_rows, (cell, address, _gemm._INT_MARKER, gates, inner, dh, dc, h, c,
+                                 rk, mask, use_mask, dy, has_dy, rmask, use_rmask, rtmp,
                                  reverse, act_code, ract_code), gates.shape[1])
 
 

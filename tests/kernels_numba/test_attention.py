@@ -249,10 +249,10 @@ def test_cpu_loop_path_without_blas_matches():
         out, lse = np.zeros((b, tq, h, d), np.float32), np.zeros((b, h, tq), np.float32)
         grads = [np.zeros(a.shape, np.float32) for a in (q, k, v)]
         sc = np.float32(0.6)
-        C._forward(use_blas, C._ADDRESS, C._MARKER, out, lse, q.reshape(-1), k.reshape(-1),
+        C._forward(use_blas, C._address(), C._MARKER, out, lse, q.reshape(-1), k.reshape(-1),
                    v.reshape(-1), mask.reshape(-1), True, ws, b, tq, tk, h, d, d, sc, True,
                    C._DUMMY4, False, *C._drop_key(None))
-        C._backward(use_blas, C._ADDRESS, C._MARKER, *grads, True, True, True, g,
+        C._backward(use_blas, C._address(), C._MARKER, *grads, True, True, True, g,
                     q.reshape(-1), k.reshape(-1), v.reshape(-1), out, lse, mask.reshape(-1),
                     True, ws, b, tq, tk, h, d, d, sc, True, C._DUMMY4, C._DUMMY4, False,
                     *C._drop_key(None))
