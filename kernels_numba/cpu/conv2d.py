@@ -23,11 +23,13 @@ plan repeats.
 """
 
 import numba
+import numpy as np
 
 from kernels_numba.cpu import gemm as _gemm
 from kernels_numba.cpu._parallel import Bound, bound_op, chain, pack, part_call, run_call, split
 from kernels_numba.cpu.conv2d_columns import (ARGS, BACKWARD_DATA, COL2IM, FORWARD, IM2COL,
-                                              IM2COL_T, _columns_t_part, _conv_part)
+                                              IM2COL_T, WEIGHTS_TRANSPOSED, _columns_t_part,
+                                              _conv_part)
 from kernels_numba.cpu.dense import (_NO_BIAS, bias_activation_calls, column_sums_calls,
                                      masked_grad_calls, relu_mask_and_sums_calls)
 from kernels_numba.cpu.gemm import _thread_buffer, gemm_calls
@@ -56,11 +58,17 @@ def _grouped_calls(mode, col, x4, geom, rows, w2, bias=None, flags=0):
     if _gemm._SGEMM is None or n < 4 * parts:
         return None
     group = max(1, min(GROUP_ROWS // per, n // parts))
-    if mode == BACKWARD_DATA:  # each part's scratch rows
-        col = col[: parts * group * per]
+    before = []
+    if mode == BACKWARD_DATA:  # each part's scratch rows, then W^T where there is room
+        used, (k, f) = parts * group * per, w2.shape
+        tail = col.reshape(-1)[used * k:]
+        col = col[:used]
+        if tail.size >= k * f:
+            w_t = tail[: k * f].reshape(f, k)
+            before, w2, flags = [Bound(np.copyto, (w_t, w2.T))], w_t, flags | WEIGHTS_TRANSPOSED
     bias = _NO_BIAS if bias is None else bias
     args = pack(col, x4, mode, *geom, rows, w2, bias, flags, group, _gemm.sgemm_address())
-    return part_call(_conv_part, args, parts, (col, x4, rows, w2, bias))
+    return chain(before + [part_call(_conv_part, args, parts, (col, x4, rows, w2, bias))])
 
 
 # launchers: each returns its work as one Bound chain (bound_op): a replayed CPU launch

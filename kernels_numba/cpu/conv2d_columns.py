@@ -29,6 +29,9 @@ from kernels_numba.cpu._parallel import f32_1d, f32_2d, f32_3d, f32_4d, lazy_par
 from kernels_numba.cpu.gemm import _sgemm_at
 
 IM2COL, IM2COL_T, COL2IM, FORWARD, BACKWARD_DATA = 0, 1, 2, 3, 4
+# BACKWARD_DATA's flags: the weights come as W^T (F, K) rows, so each group's product
+# reads them in place (a transposed operand would be packed again in every group's call)
+WEIGHTS_TRANSPOSED = 1 << 16
 _ZERO = np.float32(0.0)
 _INT_MARKER = _gemm._INT_MARKER if _gemm._SGEMM is not None else np.int64(0)
 # The packed argument vector: (col 2-D, x or dx 4-D, mode, kh, kw, sh, sw, pt, pl, ho, wo,
@@ -142,8 +145,12 @@ def _make_conv_part(int_marker):
             if mode == BACKWARD_DATA:
                 off = p * group * per
                 k, f = col.shape[1], f32_2d(a, 19).shape[1]  # dy (M, F)
-                _sgemm_at(a[29], NO_TRANS, TRANS, (g1 - g0) * per, k, f,
-                          a[19] + 4 * g0 * per * f, f, a[22], f, 0.0, a[0] + 4 * off * k, k,
+                if a[27] & WEIGHTS_TRANSPOSED:
+                    tb, ldb = NO_TRANS, k
+                else:
+                    tb, ldb = TRANS, f
+                _sgemm_at(a[29], NO_TRANS, tb, (g1 - g0) * per, k, f,
+                          a[19] + 4 * g0 * per * f, f, a[22], ldb, 0.0, a[0] + 4 * off * k, k,
                           int_marker)
             for b in range(g0, g1):
                 x[b] = 0.0

@@ -220,15 +220,16 @@ def _sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
             if tb == NO_TRANS and width == lanes:  # B's rows in place
                 b_src, b_ld = b + 4 * (k0 * ldb + j0), ldb
             else:  # transposed or ragged: pack kc x lanes, zero-padded
-                for j in range(lanes):
-                    for kk in range(kc):
-                        packed_b[kk * lanes + j] = 0.0
-                for j in range(width):
-                    if tb == NO_TRANS:
-                        for kk in range(kc):
-                            at = b + 4 * ((k0 + kk) * ldb + j0 + j)
-                            packed_b[kk * lanes + j] = _f32_at(at, 1)[0]
-                    else:
+                for kk in range(kc):
+                    row = kk * lanes
+                    for j in range(width, lanes):
+                        packed_b[row + j] = 0.0
+                    if tb == NO_TRANS:  # a row of B: contiguous both sides
+                        src = _f32_at(b + 4 * ((k0 + kk) * ldb + j0), width)
+                        for j in range(width):
+                            packed_b[row + j] = src[j]
+                if tb != NO_TRANS:  # B^T's rows are B's columns: read along them
+                    for j in range(width):
                         src = _f32_at(b + 4 * ((j0 + j) * ldb + k0), kc)
                         for kk in range(kc):
                             packed_b[kk * lanes + j] = src[kk]

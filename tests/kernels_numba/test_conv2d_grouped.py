@@ -151,3 +151,35 @@ def test_few_images_per_thread_keep_the_separate_passes(grouped):
     ops.conv2d_forward(y, x, w, None, ws)
     assert grouped.taken == [(conv2d.FORWARD, False)]
     assert_close(y, conv_ref(x, w), what="y")
+
+
+@pytest.mark.parametrize("batch", [5, 8], ids=["one-block", "two-threads"])
+def test_grouped_backward_data_with_and_without_room_for_transposed_weights(monkeypatch, batch):
+    # With room in the workspace past the scratch rows, each group's product reads a copy
+    # of W^T in place; without (the groups cover every row), it reads W transposed.
+    x_shape, strides, padding = (batch, 12, 11, 5), (1, 1), "valid"
+    w = randn(W_SHAPE, seed=51)
+    y_shape, ws = _buffers("cpu", x_shape, W_SHAPE, strides, padding)
+    dy = randn(y_shape, seed=52)
+    flags = []
+    real_pack = conv2d.pack
+
+    def spy_pack(*items):
+        if len(items) > 3 and items[2] == conv2d.BACKWARD_DATA:
+            flags.append(items[-3] & conv2d.WEIGHTS_TRANSPOSED)
+        return real_pack(*items)
+
+    monkeypatch.setattr(conv2d, "pack", spy_pack)
+    with_room = np.zeros(x_shape, np.float32)
+    ops.conv2d_backward_data(with_room, dy, w, ws, strides=strides, padding=padding)
+    monkeypatch.setattr(conv2d, "GROUP_ROWS", 1 << 30)  # one group per thread: no room
+    m = int(np.prod(y_shape[:3]))
+    parts = conv2d.numba.get_num_threads() if conv2d.split(m * W_SHAPE[3]) else 1
+    if batch % parts:
+        pytest.skip("the images do not split evenly over the threads: the tail stays")
+    without = np.zeros(x_shape, np.float32)
+    ops.conv2d_backward_data(without, dy, w, ws, strides=strides, padding=padding)
+    assert flags == [conv2d.WEIGHTS_TRANSPOSED, 0]
+    ref = _backward_data_ref(dy, w, x_shape, strides, padding)
+    assert_close(with_room, ref, rtol=1e-5, atol=1e-5, what="dx, W^T copy")
+    assert_close(without, ref, rtol=1e-5, atol=1e-5, what="dx, W transposed")
