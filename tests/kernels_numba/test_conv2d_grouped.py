@@ -166,7 +166,7 @@ def test_grouped_backward_data_with_and_without_room_for_transposed_weights(monk
 
     def spy_pack(*items):
         if len(items) > 3 and items[2] == conv2d.BACKWARD_DATA:
-            flags.append(items[-3] & conv2d.WEIGHTS_TRANSPOSED)
+            flags.append(items[16] & conv2d.WEIGHTS_TRANSPOSED)  # after col, x, mode, geometry, dy, w, b
         return real_pack(*items)
 
     monkeypatch.setattr(conv2d, "pack", spy_pack)
