@@ -237,6 +237,7 @@ def test_bad_arguments_name_the_op():
 
 @pytest.mark.parametrize("shape,pool,strides,padding", [
     ((2, 11, 11, 5), (2, 2), (2, 2), "valid"),   # the last row and column in no window
+    ((9, 27, 25, 6), (2, 2), (2, 2), "valid"),   # the same, split over two threads
     ((2, 7, 9, 3), (2, 2), (2, 2), "same"),      # padded top-left cells
     ((1, 9, 8, 4), (2, 3), (3, 3), "valid"),     # gaps between windows
     ((1, 8, 7, 3), (3, 2), (3, 4), "same"),
