@@ -20,13 +20,15 @@ shares are from the timed passes, the step time from the plain ones.
   - "fma": a timed FMA loop, one per thread (Python threads, the njit loop releases the
     GIL): 10 (AVX2) or 16 (AVX-512) independent vector accumulators in registers, so
     both FMA pipes stay busy (fewer chains than pipes x latency leave them idle);
-  - "gemm": the best GEMM rate, kernels_numba.cpu.gemm.gemm (OpenBLAS sgemm blocks on
-    numba's threads) on 1536^3, best of 5.
+  - "gemm": the best GEMM rate, kernels_numba.cpu.gemm.gemm (single-threaded sgemm
+    blocks on numba's threads: our tiles on AVX-512 CPUs, else OpenBLAS's) on 1536^3,
+    best of 5.
 It is measured before and after the passes, the larger of each kept (a shared machine
 has slow moments: one sample there would inflate the step's share). On a 2-core AVX2
 machine (AMD EPYC Zen 2) both give ~100 GFLOP/s per core when quiet, ~200 for two
 (the FMA loop's best 183-185 on 2026-12-01 evening); the report names the vector ISA
-found in /proc/cpuinfo. `step_flops(model, batch)`: multiply-adds x 2 of the forward
+found in /proc/cpuinfo and what runs the GEMMs. On the AMD Zen 5 (AVX-512) machine of
+2026-12-02 the FMA loop gives 383-507 GFLOP/s for two cores. `step_flops(model, batch)`: multiply-adds x 2 of the forward
 (conv/dense), backward data and backward filter GEMMs.
 """
 
@@ -320,11 +322,13 @@ def peak(threads=None, earlier=None):
 def describe_peak(p):
     when = " (best of before and after the passes)" if p.get("samples", 1) > 1 else ""
     from kernels_numba import _blas
+    from kernels_numba.cpu import gemm
 
     blas = _blas.blas_kernels()
     return (f"peak {p['gflops']:.0f} GFLOP/s = max(timed FMA loop on {p['threads']} threads "
             f"{p['fma']:.0f}, best GEMM 1536^3 {p['gemm']:.0f}){when}; vector ISA {p['isa']}"
-            + (f"; OpenBLAS kernels {blas}" if blas else ""))
+            f"; GEMMs by {gemm.backend()}"
+            + (f"; NumPy's OpenBLAS kernels {blas}" if blas and not gemm.TILES else ""))
 
 
 def peak_gflops(size=1536, repeats=5):
