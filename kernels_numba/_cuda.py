@@ -16,25 +16,59 @@ move from numba-cuda (maintenance mode) to its successor touches this file only.
 - `probe()` compiles and launches one kernel, once per process, and says why CUDA
   is unusable when it is (`python -m kernels_numba.doctor` prints it).
 - Kernels are compiled lazily: eager signatures would need a driver at import.
+- numba.cuda itself is imported lazily, on first use (`_numba_cuda()`; `_cuda.cuda`,
+  `IMPORT_ERROR` and `DISK_CACHE` as attributes import it too): it costs ~1.2 s, most of
+  it ml_dtypes' native init, which a CPU-only run would pay in every cold start. With
+  no driver library on the machine, the probe says "absent" without importing it.
 """
 
 import contextlib
+import ctypes
+import importlib.util
 import os
+import sys
 import threading
 
 from kernels_numba._kernel_cache import enable_disk_cache, source_stamp  # noqa: F401
 
-IMPORT_ERROR = ""
-try:  # numba-cuda is an optional extra; importing it needs no driver.
-    from numba import cuda
-except ImportError as exc:  # not installed: the CPU twins only
-    cuda = None
-    IMPORT_ERROR = f"numba-cuda is not installed ({exc})"
-except Exception as exc:  # noqa: BLE001 - installed but broken: keep the reason
-    cuda = None
-    IMPORT_ERROR = f"numba-cuda failed to import: {type(exc).__name__}: {exc}"
-
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+# `cuda`, IMPORT_ERROR and DISK_CACHE become module globals when numba.cuda is first
+# imported; until then, reading them as attributes imports it (the module __getattr__).
+_LAZY = ("cuda", "IMPORT_ERROR", "DISK_CACHE")
+_import_lock = threading.Lock()
+_imported = False
+
+
+def _numba_cuda():
+    """The numba.cuda module, imported once, or None when numba-cuda is missing or broken
+    (IMPORT_ERROR keeps why). Importing it needs no driver."""
+    global _imported
+    if not _imported:
+        with _import_lock:
+            if not _imported:
+                module, error = None, ""
+                try:
+                    from numba import cuda as module
+                except ImportError as exc:  # not installed: the CPU twins only
+                    error = f"numba-cuda is not installed ({exc})"
+                except Exception as exc:  # noqa: BLE001 - installed but broken: keep why
+                    error = f"numba-cuda failed to import: {type(exc).__name__}: {exc}"
+                # On-disk kernel cache (kernels_numba/_kernel_cache.py: why the stamp is
+                # package-wide). Reading or writing it needs a real device; the
+                # simulator has none. KERNELS_NUMBA_CUDA_CACHE=0 turns it off.
+                disk_cache = module is not None and not SIMULATOR and \
+                    os.environ.get("KERNELS_NUMBA_CUDA_CACHE", "1") != "0"
+                globals().update(cuda=module, IMPORT_ERROR=error, DISK_CACHE=disk_cache)
+                _imported = True
+    return globals()["cuda"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        _numba_cuda()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Keywords the simulator's jit rejects (numba-cuda-notes.md, fact 7).
 _SIM_UNSUPPORTED = ("lineinfo", "launch_bounds", "max_registers", "forceinline", "lto")
@@ -74,18 +108,13 @@ def _jit_options(options):
     return options
 
 
-# On-disk kernel cache (kernels_numba/_kernel_cache.py: why the stamp is package-wide).
-# Reading or writing the cache needs a real device; the simulator has no cache.
-# KERNELS_NUMBA_CUDA_CACHE=0 turns it off; CACHE_ERROR says why it failed, if it did.
-DISK_CACHE = cuda is not None and not SIMULATOR and \
-    os.environ.get("KERNELS_NUMBA_CUDA_CACHE", "1") != "0"
-CACHE_ERROR = ""
+CACHE_ERROR = ""  # why the on-disk kernel cache failed, if it did (see _numba_cuda)
 
 
 def cache_path(k):
     """Where kernel `k`'s disk cache lives (None: not cached)."""
     cache = getattr(k, "_cache", None)
-    return getattr(cache, "cache_path", None) if DISK_CACHE else None
+    return getattr(cache, "cache_path", None) if _numba_cuda() and DISK_CACHE else None
 
 
 def kernel(*signatures, **options):
@@ -97,6 +126,7 @@ def kernel(*signatures, **options):
         global CACHE_ERROR
         name = f"{pyfunc.__module__}.{pyfunc.__name__}"
         KERNELS[name] = KernelSpec(name, pyfunc, list(signatures))
+        cuda = _numba_cuda()
         if cuda is None:
             return _Unavailable(name)
         k = cuda.jit(**_jit_options(options))(pyfunc)
@@ -115,6 +145,7 @@ def device_function(pyfunc=None, **options):
     options.setdefault("inline", "always")
 
     def decorate(f):
+        cuda = _numba_cuda()
         if cuda is None:
             return f
         return cuda.jit(device=True, **_jit_options(options))(f)
@@ -191,6 +222,7 @@ _stream = []
 
 def compute_stream():
     if not _stream:
+        cuda = _numba_cuda()
         _stream.append(cuda.stream() if cuda is not None else 0)
     return _stream[0]
 
@@ -247,11 +279,30 @@ def _probe_body(a):
         a[i] = a[i] * 2 + 1  # int32 data: no float constants to promote
 
 
-_probe_kernel = kernel("void(int32[::1])")(_probe_body)
+# The probe kernel is compiled only when a probe runs; registered now for the PTX check.
+KERNELS[f"{__name__}._probe_body"] = KernelSpec(f"{__name__}._probe_body", _probe_body,
+                                                ["void(int32[::1])"])
+
+
+def _no_driver_library():
+    """True when no libcuda loads on this Linux machine: no GPU can be used, so the probe
+    need not import numba.cuda. NUMBA_CUDA_DRIVER names a library by hand: then ask numba."""
+    if not sys.platform.startswith("linux") or os.environ.get("NUMBA_CUDA_DRIVER"):
+        return False
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            ctypes.CDLL(name)
+            return False
+        except OSError:
+            pass
+    return True
 
 
 def _absent_reason():
     """Why no GPU is present at all (nothing broken), or "" when one may be."""
+    if importlib.util.find_spec("numba_cuda") is not None and _no_driver_library():
+        return "no CUDA driver library (libcuda.so) on this machine"
+    cuda = _numba_cuda()
     if cuda is None:
         return IMPORT_ERROR if IMPORT_ERROR.startswith("numba-cuda is not installed") else ""
     try:
@@ -272,6 +323,7 @@ def _run_probe():
     absent = _absent_reason()
     if absent:
         return "absent", absent
+    cuda = _numba_cuda()
     if cuda is None:
         return "broken", IMPORT_ERROR
     try:
@@ -289,7 +341,7 @@ def _run_probe():
     host = np.arange(64, dtype=np.int32)
     try:
         dev = cuda.to_device(host)
-        _probe_kernel[1, 64](dev)
+        kernel("void(int32[::1])")(_probe_body)[1, 64](dev)
         got = dev.copy_to_host()
     except Exception as exc:  # noqa: BLE001 - the message is what the user needs
         return "broken", (f"compiling or launching a probe kernel failed: "
@@ -320,14 +372,16 @@ def unavailable_reason():
 
 def is_device_array(a):
     """True for numba device arrays (real or simulated); both have copy_to_host."""
-    return cuda is not None and hasattr(a, "copy_to_host") and hasattr(a, "shape")
+    return hasattr(a, "copy_to_host") and hasattr(a, "shape") and _numba_cuda() is not None
 
 
 def device_empty(shape, dtype):
+    cuda = _numba_cuda()
     return cuda.device_array(shape, dtype=dtype)
 
 
 def device_from_host(host):
+    cuda = _numba_cuda()
     return cuda.to_device(host)
 
 
@@ -336,10 +390,12 @@ def copy_host_to_device(dst, host, stream=0):
 
 
 def pinned_empty(shape, dtype):
+    cuda = _numba_cuda()
     return cuda.pinned_array(shape, dtype=dtype)
 
 
 def new_event():
+    cuda = _numba_cuda()
     # timing off: cheaper to record; the simulator's event() takes no arguments.
     return cuda.event() if SIMULATOR else cuda.event(timing=False)
 
@@ -358,6 +414,7 @@ def copy_stream():
 
 
 def _new_nonblocking_stream():
+    cuda = _numba_cuda()
     # Why not cuda.stream(): it is created with CU_STREAM_DEFAULT, i.e. a *blocking*
     # stream, and our kernels launch on stream 0, the legacy default stream, which
     # implicitly synchronizes with every blocking stream. A copy issued behind queued
@@ -377,6 +434,7 @@ def _new_nonblocking_stream():
 
 
 def use_context_in_this_thread():
+    cuda = _numba_cuda()
     # Raw event/stream calls (cuEventSynchronize, cuStreamWaitEvent) need the context
     # current in the calling thread; numba makes it current only in its own API calls.
     cuda.current_context()
@@ -401,5 +459,5 @@ def copy_device_to_host(src, out=None):
 
 
 def synchronize():
-    if cuda is not None and not SIMULATOR:
-        cuda.synchronize()
+    if _imported and not SIMULATOR and globals()["cuda"] is not None:  # else nothing ran
+        globals()["cuda"].synchronize()

@@ -55,14 +55,17 @@ def _ahead_parts():
     the middle, with at most one part waited for. An order that started with what the step
     needs early (the max-pool) made this process wait for the helper: 5.5-6.3 s against
     4.1-5.2 s for the reference CNN's first step, in the same slow phase of the machine.
-    SGD comes after conv2d's part: the reference MLP uses it, but reaches it late."""
+    SGD comes after the CNN's backward parts: the reference MLP uses it, but reaches it
+    late; with SGD before the dense bias+ReLU part, the CNN's first step compiled that
+    part itself (5.23 s)."""
     from kernels_numba.cpu import (conv2d_columns, dense, gemm, loss_train, optim, pool2d,
                                    sgemm_tiles)
     from kernels_numba.ops.activation import KIND_CODES
 
     parts = [optim._adam_part[0], loss_train._rows_softmax_sparse_ce_train,
-             conv2d_columns._conv_part, optim._sgd_part[0], pool2d._maxpool_2x2_relu_part,
-             dense._bias_activation_part(KIND_CODES["relu"])]
+             conv2d_columns._conv_part, pool2d._maxpool_2x2_masked_part,
+             dense._bias_activation_part(KIND_CODES["relu"]), optim._sgd_part[0],
+             pool2d._maxpool_2x2_relu_part]
     if gemm._SGEMM is not None:
         parts.append(gemm._split_part)
     if gemm.TILES:

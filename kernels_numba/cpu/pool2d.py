@@ -275,9 +275,11 @@ def _maxpool_2x2_masked(dz, dy, argmax, pv, p, parts, sums):
                         dz[b, ih, iw, ch] = zero
 
 
-# Two 2x2 parts, so a model compiles only the one it uses: plain (FORWARD, BACKWARD) and,
-# for a ReLU conv's pool (kerasish/engine/conv_pool.py), FORWARD_RELU, MASKED, SUM_PARTS
-# (one part with both compiled in 1.67 CPU s, against 1.24 plain and 1.52 ReLU apart).
+# Three 2x2 parts, so a model compiles only what it uses: plain (FORWARD, BACKWARD) and,
+# for a ReLU conv's pool (kerasish/engine/conv_pool.py), FORWARD_RELU apart from MASKED
+# and SUM_PARTS: a fresh machine's first step compiles the forward while the compile-ahead
+# helper (cpu/compile_ahead.py) compiles the backward's part (the two in one part: 1.64
+# CPU s, all of it on the first step's path).
 
 @lazy_part
 def _maxpool_2x2_part(args, p, parts):
@@ -294,22 +296,23 @@ def _maxpool_2x2_part(args, p, parts):
 @lazy_part
 def _maxpool_2x2_relu_part(args, p, parts):
     a = numba.carray(args, ARGS)
-    out, src, argmax = f32_4d(a, 0), f32_4d(a, 5), i32_4d(a, 10)
+    _maxpool_2x2_forward(f32_4d(a, 0), i32_4d(a, 10), f32_4d(a, 5), f32_4d(a, 22)[0, 0, 0],
+                         a[17], a[18], p, parts, True)
+
+
+@lazy_part
+def _maxpool_2x2_masked_part(args, p, parts):
+    # MASKED (strides (2, 2) only: _backward_part) and SUM_PARTS
+    a = numba.carray(args, ARGS)
+    out = f32_4d(a, 0)
     if a[21] == SUM_PARTS:  # out[0, 0, 0] (db) += each part's row of sums, in part order
         sums, db = f32_2d(a, 27), out[0, 0, 0]
         for q in range(sums.shape[0]):
             for ch in range(db.shape[0]):
                 db[ch] += sums[q, ch]
         return
-    if a[21] == MASKED and a[17] == 2 and a[18] == 2:
-        _maxpool_2x2_masked(out, src, argmax, f32_4d(a, 22), p, parts, f32_2d(a, 27)[p])
-        return
-    if a[21] == MASKED:
-        _maxpool_backward_disjoint(out, src, argmax, 2, 2, a[17], a[18], 0, 0, p, parts,
-                                   f32_4d(a, 22), f32_2d(a, 27)[p], True)
-        return
-    _maxpool_2x2_forward(out, argmax, src, f32_4d(a, 22)[0, 0, 0], a[17], a[18], p, parts,
-                         True)
+    _maxpool_2x2_masked(out, f32_4d(a, 5), i32_4d(a, 10), f32_4d(a, 22), p, parts,
+                        f32_2d(a, 27)[p])
 
 
 @lazy_part
@@ -331,7 +334,7 @@ def _whole_2x2(ph, pw, padding):
 
 def _max_part(ph, pw, padding, relu=False):
     """The forward's part, which the disjoint-window backward shares (one compile); relu:
-    FORWARD_RELU and MASKED's."""
+    FORWARD_RELU's (a 2x2 pool's backward then has its own part: _backward_part)."""
     if not _whole_2x2(ph, pw, padding):
         return _maxpool_part
     return _maxpool_2x2_relu_part if relu else _maxpool_2x2_part
@@ -341,6 +344,10 @@ def _max_part(ph, pw, padding, relu=False):
 # plan repeats each one's packed call without its geometry worked out again
 
 def _backward_part(ph, pw, sh, sw, padding, relu=False):
+    # A ReLU conv's 2x2 pool at strides other than 2 (rare) takes the general loop: with
+    # the disjoint-window loop in it too, the 2x2 ReLU part compiled in 2.35 CPU s, not 1.5.
+    if relu and _whole_2x2(ph, pw, padding):
+        return _maxpool_2x2_masked_part if (sh, sw) == (2, 2) else _maxpool_overlap_part
     return _max_part(ph, pw, padding, relu) if sh >= ph and sw >= pw else _maxpool_overlap_part
 
 
@@ -376,9 +383,9 @@ def masked_backward_calls(dz, dy, y, argmax, db, pool_size, strides, padding):
     keep = (dz, dy, argmax, y, sums)
     calls = [part_call(part, pack(dz, dy, argmax, ph, pw, sh, sw, pt, pl, MASKED, y, sums),
                        parts, keep)]
-    if db is not None:  # (the 2x2 ReLU part: a one-row loop, whatever the pool)
+    if db is not None:  # (the 2x2 masked part: a one-row loop, whatever the pool)
         db4 = db.reshape(1, 1, 1, -1)
-        calls.append(part_call(_maxpool_2x2_relu_part, pack(db4, y, argmax, 0, 0, 0, 0, 0, 0,
+        calls.append(part_call(_maxpool_2x2_masked_part, pack(db4, y, argmax, 0, 0, 0, 0, 0, 0,
                                                        SUM_PARTS, y, sums), 1, (db4, *keep)))
     return calls
 

@@ -17,8 +17,10 @@ CASES = [
     ((1, 7, 7, 4), (3, 3, 4, 3), (2, 1), "same", (1, 1), (3, 3), (2, 2), "same"),
     ((1, 8, 7, 3), (2, 2, 3, 5), (1, 1), "valid", (2, 1), (3, 2), (1, 2), "valid"),
     ((1, 7, 7, 4), (3, 3, 4, 3), (1, 1), "valid", (1, 1), (2, 2), (3, 2), "same"),
+    ((1, 8, 9, 3), (2, 2, 3, 4), (1, 1), "valid", (1, 1), (2, 2), (3, 2), "valid"),
 ]
-IDS = ["c3-2x2", "c5-same-2x2", "c4-s2-overlap-same", "c3-dilated-3x2", "c4-gaps-same"]
+IDS = ["c3-2x2", "c5-same-2x2", "c4-s2-overlap-same", "c3-dilated-3x2", "c4-gaps-same",
+       "c3-2x2-gaps-valid"]  # (the last: a whole 2x2 pool not at stride 2, cpu/pool2d.py)
 
 
 def _pad(size, k, s, padding, d):

@@ -131,3 +131,25 @@ def test_record_launches_outside_cuda_records_nothing():
     with kn.record_launches() as calls:
         ops.scale(a, a, 2.0)  # CPU twin: no launches
     assert calls == []
+
+
+def test_a_cpu_fit_never_imports_numba_cuda():
+    # numba.cuda's import costs ~1.2 s (ml_dtypes' native init): a CPU-only cold start
+    # must not pay it. Device selection ("auto") on a machine without libcuda says
+    # "absent" without importing it; with a driver library it must import it to probe.
+    code = ("import sys, numpy as np, kerasish as keras\n"
+            "m = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])\n"
+            "m.compile('adam', 'mse')\n"
+            "m.fit(np.ones((8, 4), 'f'), np.ones((8, 3), 'f'), verbose=0)\n"
+            "from kernels_numba import _cuda\n"
+            "print('numba.cuda' in sys.modules, _cuda._no_driver_library(), "
+            "keras.config.get_device())\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_ENABLE_CUDASIM", "KERASISH_DEVICE")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    imported, no_driver, chosen = run.stdout.split()
+    if no_driver == "True":
+        assert (imported, chosen) == ("False", "cpu")
+    assert _cuda.cuda is None or _cuda.cuda.__name__ == "numba.cuda"  # attribute loads it
