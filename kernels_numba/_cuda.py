@@ -15,6 +15,8 @@ move from numba-cuda (maintenance mode) to its successor touches this file only.
   `record_launches()` lists every launch (tests, benchmarks).
 - `probe()` compiles and launches one kernel, once per process, and says why CUDA
   is unusable when it is (`python -m kernels_numba.doctor` prints it).
+- Device buffers, events and the copy stream: kernels_numba/_cuda_memory.py, through
+  `_numba_cuda()` here.
 - Kernels are compiled lazily: eager signatures would need a driver at import.
 - numba.cuda itself is imported lazily, on first use (`_numba_cuda()`; `_cuda.cuda`,
   `IMPORT_ERROR` and `DISK_CACHE` as attributes import it too): it costs ~1.2 s, most of
@@ -33,20 +35,19 @@ from kernels_numba._kernel_cache import enable_disk_cache, source_stamp  # noqa:
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
-# `cuda`, IMPORT_ERROR and DISK_CACHE become module globals when numba.cuda is first
-# imported; until then, reading them as attributes imports it (the module __getattr__).
-_LAZY = ("cuda", "IMPORT_ERROR", "DISK_CACHE")
+# What numba.cuda's import gave, once tried (_numba_cuda): "cuda" (the module or None),
+# "IMPORT_ERROR" (why None) and "DISK_CACHE". Read as attributes (`_cuda.cuda`, `from
+# kernels_numba._cuda import cuda`), they import it first: the module __getattr__.
+_lazy = {}
 _import_lock = threading.Lock()
-_imported = False
 
 
 def _numba_cuda():
     """The numba.cuda module, imported once, or None when numba-cuda is missing or broken
-    (IMPORT_ERROR keeps why). Importing it needs no driver."""
-    global _imported
-    if not _imported:
+    (_lazy["IMPORT_ERROR"] keeps why). Importing it needs no driver."""
+    if not _lazy:
         with _import_lock:
-            if not _imported:
+            if not _lazy:
                 module, error = None, ""
                 try:
                     from numba import cuda as module
@@ -59,16 +60,23 @@ def _numba_cuda():
                 # simulator has none. KERNELS_NUMBA_CUDA_CACHE=0 turns it off.
                 disk_cache = module is not None and not SIMULATOR and \
                     os.environ.get("KERNELS_NUMBA_CUDA_CACHE", "1") != "0"
-                globals().update(cuda=module, IMPORT_ERROR=error, DISK_CACHE=disk_cache)
-                _imported = True
-    return globals()["cuda"]
+                globals()["cuda"] = module  # the global _probe_body's kernel reads
+                _lazy.update(cuda=module, IMPORT_ERROR=error, DISK_CACHE=disk_cache)
+    return _lazy["cuda"]
+
+
+def imported_module():
+    """numba.cuda if it has been imported (by _numba_cuda), else None: for calls that
+    have nothing to do before it (no device array or kernel can exist without it)."""
+    return _lazy.get("cuda")
 
 
 def __getattr__(name):
-    if name in _LAZY:
+    if name in ("cuda", "IMPORT_ERROR", "DISK_CACHE"):
         _numba_cuda()
-        return globals()[name]
+        return _lazy[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Keywords the simulator's jit rejects (numba-cuda-notes.md, fact 7).
 _SIM_UNSUPPORTED = ("lineinfo", "launch_bounds", "max_registers", "forceinline", "lto")
@@ -97,7 +105,7 @@ class _Unavailable:
 
     def __getitem__(self, config):
         raise RuntimeError(
-            f"CUDA kernel {self.name} cannot run: {IMPORT_ERROR}. "
+            f"CUDA kernel {self.name} cannot run: {_lazy['IMPORT_ERROR']}. "
             "Install the `cuda` extra (pip install 'kerasish[cuda]') or set KERASISH_DEVICE=cpu."
         )
 
@@ -108,13 +116,14 @@ def _jit_options(options):
     return options
 
 
-CACHE_ERROR = ""  # why the on-disk kernel cache failed, if it did (see _numba_cuda)
+CACHE_ERROR = ""  # why the on-disk kernel cache failed, if it did
 
 
 def cache_path(k):
     """Where kernel `k`'s disk cache lives (None: not cached)."""
     cache = getattr(k, "_cache", None)
-    return getattr(cache, "cache_path", None) if _numba_cuda() and DISK_CACHE else None
+    _numba_cuda()  # sets DISK_CACHE
+    return getattr(cache, "cache_path", None) if _lazy["DISK_CACHE"] else None
 
 
 def kernel(*signatures, **options):
@@ -130,7 +139,7 @@ def kernel(*signatures, **options):
         if cuda is None:
             return _Unavailable(name)
         k = cuda.jit(**_jit_options(options))(pyfunc)
-        if DISK_CACHE:
+        if _lazy["DISK_CACHE"]:
             CACHE_ERROR = enable_disk_cache(k) or CACHE_ERROR
         return k
 
@@ -274,7 +283,7 @@ _probe_lock = threading.Lock()
 
 
 def _probe_body(a):
-    i = cuda.grid(1)
+    i = cuda.grid(1)  # noqa: F821 - a global _numba_cuda() binds before any compile
     if i < a.size:
         a[i] = a[i] * 2 + 1  # int32 data: no float constants to promote
 
@@ -304,7 +313,8 @@ def _absent_reason():
         return "no CUDA driver library (libcuda.so) on this machine"
     cuda = _numba_cuda()
     if cuda is None:
-        return IMPORT_ERROR if IMPORT_ERROR.startswith("numba-cuda is not installed") else ""
+        error = _lazy["IMPORT_ERROR"]
+        return error if error.startswith("numba-cuda is not installed") else ""
     try:
         from numba.cuda.cudadrv import driver
 
@@ -325,7 +335,7 @@ def _run_probe():
         return "absent", absent
     cuda = _numba_cuda()
     if cuda is None:
-        return "broken", IMPORT_ERROR
+        return "broken", _lazy["IMPORT_ERROR"]
     try:
         if not cuda.is_available():
             from numba.cuda.cudadrv import driver
@@ -368,96 +378,3 @@ def available():
 def unavailable_reason():
     """Why available() is False, for error messages ("" when it is True)."""
     return probe()[1]
-
-
-def is_device_array(a):
-    """True for numba device arrays (real or simulated); both have copy_to_host."""
-    return hasattr(a, "copy_to_host") and hasattr(a, "shape") and _numba_cuda() is not None
-
-
-def device_empty(shape, dtype):
-    cuda = _numba_cuda()
-    return cuda.device_array(shape, dtype=dtype)
-
-
-def device_from_host(host):
-    cuda = _numba_cuda()
-    return cuda.to_device(host)
-
-
-def copy_host_to_device(dst, host, stream=0):
-    dst.copy_to_device(host, stream=stream)
-
-
-def pinned_empty(shape, dtype):
-    cuda = _numba_cuda()
-    return cuda.pinned_array(shape, dtype=dtype)
-
-
-def new_event():
-    cuda = _numba_cuda()
-    # timing off: cheaper to record; the simulator's event() takes no arguments.
-    return cuda.event() if SIMULATOR else cuda.event(timing=False)
-
-
-_copy_stream = None
-_copy_stream_lock = threading.Lock()
-
-
-def copy_stream():
-    """The process's host->device copy stream: non-blocking, created once, never freed."""
-    global _copy_stream
-    with _copy_stream_lock:
-        if _copy_stream is None:
-            _copy_stream = _new_nonblocking_stream()
-    return _copy_stream
-
-
-def _new_nonblocking_stream():
-    cuda = _numba_cuda()
-    # Why not cuda.stream(): it is created with CU_STREAM_DEFAULT, i.e. a *blocking*
-    # stream, and our kernels launch on stream 0, the legacy default stream, which
-    # implicitly synchronizes with every blocking stream. A copy issued behind queued
-    # kernels would then wait for them: no overlap. A CU_STREAM_NON_BLOCKING stream has
-    # no implicit synchronization with stream 0, so ordering is explicit (events).
-    if SIMULATOR:
-        return cuda.stream()  # simulated streams are synchronous anyway
-    cuda.current_context()  # the primary context must be current for the driver call
-    try:
-        from cuda.bindings import driver as cu
-    except ImportError:  # very old bindings: correct, but copies serialize with compute
-        return cuda.stream()
-    err, handle = cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuStreamCreate(CU_STREAM_NON_BLOCKING) failed: {err!r}")
-    return cuda.external_stream(int(handle))
-
-
-def use_context_in_this_thread():
-    cuda = _numba_cuda()
-    # Raw event/stream calls (cuEventSynchronize, cuStreamWaitEvent) need the context
-    # current in the calling thread; numba makes it current only in its own API calls.
-    cuda.current_context()
-
-
-def stream_is_nonblocking(stream):
-    """True when `stream` is a real, non-default, CU_STREAM_NON_BLOCKING stream (GPU test)."""
-    if stream is None or SIMULATOR or isinstance(stream, int):
-        return False
-    from cuda.bindings import driver as cu
-
-    ptr = int(stream.handle)
-    if ptr in (0, int(cu.CU_STREAM_LEGACY), int(cu.CU_STREAM_PER_THREAD)):
-        return False
-    err, flags = cu.cuStreamGetFlags(stream.handle)
-    return err == cu.CUresult.CUDA_SUCCESS and \
-        bool(int(flags) & int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
-
-
-def copy_device_to_host(src, out=None):
-    return src.copy_to_host(out) if out is not None else src.copy_to_host()
-
-
-def synchronize():
-    if _imported and not SIMULATOR and globals()["cuda"] is not None:  # else nothing ran
-        globals()["cuda"].synchronize()

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from kernels_numba import _cuda
+from kernels_numba import _cuda, _cuda_memory
 
 CPU = "cpu"
 CUDA = "cuda"
@@ -76,7 +76,7 @@ def device_of(a):
     """'cpu' for NumPy arrays, 'cuda' for device arrays; TypeError otherwise."""
     if isinstance(a, np.ndarray):
         return CPU
-    if _cuda.is_device_array(a):
+    if _cuda_memory.is_device_array(a):
         return CUDA
     raise TypeError(f"expected a NumPy array or a CUDA device array; received {type(a).__name__}")
 
@@ -91,7 +91,7 @@ def empty(shape, dtype=np.float32, device=CPU):
     _allocations += 1
     if device == CUDA:
         check_cuda_available()
-        return _cuda.device_empty(shape, np.dtype(dtype))
+        return _cuda_memory.device_empty(shape, np.dtype(dtype))
     return np.empty(shape, dtype=dtype)
 
 
@@ -110,7 +110,7 @@ def to_device(host, device=CPU):
     host = np.ascontiguousarray(host)
     if device == CUDA:
         check_cuda_available()
-        return _cuda.device_from_host(host)
+        return _cuda_memory.device_from_host(host)
     return host.copy()
 
 
@@ -121,7 +121,7 @@ def copy_from_host(dst, host):
         raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; "
                          f"received {host.shape}")
     if device_of(dst) == CUDA:
-        _cuda.copy_host_to_device(dst, np.ascontiguousarray(host))
+        _cuda_memory.copy_host_to_device(dst, np.ascontiguousarray(host))
     else:
         np.copyto(dst, host)
 
@@ -132,21 +132,21 @@ def pinned_empty(shape, dtype=np.float32, device=CUDA):
     global _allocations
     _allocations += 1
     if device == CUDA and cuda_available():
-        return _cuda.pinned_empty(shape, np.dtype(dtype))
+        return _cuda_memory.pinned_empty(shape, np.dtype(dtype))
     return np.empty(shape, dtype=dtype)
 
 
 def copy_stream(device=CUDA):
-    """The one host->device copy stream (non-blocking, see _cuda.py), or None on the CPU."""
+    """The one host->device copy stream (non-blocking, see _cuda_memory.py), or None on the CPU."""
     if device == CUDA and cuda_available():
-        return _cuda.copy_stream()
+        return _cuda_memory.copy_stream()
     return None
 
 
 def use_in_this_thread(device=CUDA):
     """Call first in a thread that issues copies or events (a feeder); no-op on the CPU."""
     if device == CUDA and cuda_available():
-        _cuda.use_context_in_this_thread()
+        _cuda_memory.use_context_in_this_thread()
 
 
 class Event:
@@ -158,7 +158,7 @@ class Event:
     __slots__ = ("_event",)
 
     def __init__(self, device=CUDA):
-        self._event = _cuda.new_event() if device == CUDA and cuda_available() else None
+        self._event = _cuda_memory.new_event() if device == CUDA and cuda_available() else None
 
     def record(self, stream=None):
         """Mark the point reached by the work issued so far on `stream`."""
@@ -192,13 +192,13 @@ def copy_from_host_async(dst, host, stream=None):
         raise ValueError(f"copy_from_host_async: expected a C-contiguous {dst.dtype} host "
                          f"array of shape {tuple(dst.shape)}; received {host.dtype} "
                          f"{host.shape}")
-    _cuda.copy_host_to_device(dst, host, stream)
+    _cuda_memory.copy_host_to_device(dst, host, stream)
 
 
 def to_host(a, out=None):
     """A NumPy copy of a buffer (or `out` filled with it)."""
     if device_of(a) == CUDA:
-        return _cuda.copy_device_to_host(a, out)
+        return _cuda_memory.copy_device_to_host(a, out)
     if out is not None:
         np.copyto(out, a)
         return out
@@ -207,4 +207,4 @@ def to_host(a, out=None):
 
 def synchronize(device=CUDA):
     if device == CUDA:
-        _cuda.synchronize()
+        _cuda_memory.synchronize()

@@ -19,7 +19,7 @@ from kerasish import callbacks, config, layers, models
 from kerasish.data import DataLoader
 from kerasish.engine import feeder as feeder_module
 from kerasish.engine.executor import TRAIN
-from kernels_numba import _cuda
+from kernels_numba import _cuda_memory
 from kernels_numba import device as kdevice
 
 N, BATCH = 7, 3  # 3 batches per epoch, the last one partial (1 sample)
@@ -179,15 +179,15 @@ def test_gpu_copies_go_through_a_non_blocking_non_default_stream(monkeypatch):
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or not kernels_numba.cuda_available():
         pytest.skip("needs a real CUDA GPU (not the simulator)")
     stream = kdevice.copy_stream()
-    assert _cuda.stream_is_nonblocking(stream), stream
+    assert _cuda_memory.stream_is_nonblocking(stream), stream
     issued = []
-    real = _cuda.copy_host_to_device
+    real = _cuda_memory.copy_host_to_device
 
     def spy(dst, host, stream=0):
         issued.append(stream)
         real(dst, host, stream)
 
-    monkeypatch.setattr(_cuda, "copy_host_to_device", spy)
+    monkeypatch.setattr(_cuda_memory, "copy_host_to_device", spy)
     config.set_device("cuda")
     try:
         model = tiny_model()
