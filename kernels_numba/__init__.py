@@ -27,6 +27,7 @@ from kernels_numba.device import (  # noqa: E402,F401
     CUDA,
     allocation_count,
     check_cuda_available,
+    copy_buffer,
     copy_from_host,
     cuda_available,
     cuda_status,

@@ -28,6 +28,11 @@ def copy_host_to_device(dst, host, stream=0):
     dst.copy_to_device(host, stream=stream)
 
 
+def copy_device_to_device(dst, src):
+    """A device-to-device memcpy (both C-contiguous) on the compute stream."""
+    dst.copy_to_device(src, stream=_cuda.compute_stream())
+
+
 def pinned_empty(shape, dtype):
     cuda = _cuda._numba_cuda()
     return cuda.pinned_array(shape, dtype=dtype)

@@ -11,7 +11,6 @@ their trainable flags changed.
 import numpy as np
 
 import kernels_numba
-from kernels_numba import ops
 
 ALIGN = 16  # elements (64 bytes) between views
 
@@ -44,7 +43,7 @@ def pack(model):
         count = int(np.prod(var.shape, dtype=np.int64))
         shape = tuple(var.value.shape)  # a scalar's buffer is (1,)
         view = block[offset:offset + count].reshape(shape)
-        ops.copy(view, var.value)
+        kernels_numba.copy_buffer(view, var.value)
         var.value = view
         var.grad = grads[offset:offset + count].reshape(shape) if k < len(trainable) \
             else None

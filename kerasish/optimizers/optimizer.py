@@ -218,7 +218,7 @@ class Optimizer:
                 start, count = offsets[id(var)], int(np.prod(var.shape, dtype=np.int64))
                 slot_var = self._slots[id(var)][slot]
                 view = block[start:start + count].reshape(slot_var.value.shape)
-                kernels_numba.ops.copy(view, slot_var.value)
+                kernels_numba.copy_buffer(view, slot_var.value)
                 slot_var.value = view
         self._flat = (_Flat(params, grads), {k: _Flat(b) for k, b in blocks.items()},
                       frozenset(id(v) for v in variables))

@@ -67,3 +67,26 @@ def test_async_copy_refuses_a_cast_on_cuda(device):
     stream = kdevice.copy_stream(device)
     with pytest.raises(ValueError, match="C-contiguous float32 host array of shape"):
         kdevice.copy_from_host_async(dst, np.zeros((2, 3)), stream)  # float64
+
+
+def test_copy_buffer_copies_views_and_checks_its_operands(device):
+    # the setup copy (weights and slots into their blocks): a memcpy on CUDA; NaN and
+    # Inf travel as bits
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    host[1, 2], host[2, 0] = np.nan, -np.inf
+    block = kernels_numba.zeros((20,), np.float32, device)
+    view = block[5:17].reshape(3, 4)
+    kernels_numba.copy_buffer(view, kernels_numba.to_device(host, device))
+    got = kernels_numba.to_host(block)
+    np.testing.assert_array_equal(got[5:17].reshape(3, 4), host)
+    assert not got[:5].any() and not got[17:].any()  # nothing outside the view
+    wide = kernels_numba.to_device(np.arange(24, dtype=np.float32).reshape(3, 8), device)
+    out = kernels_numba.zeros((3, 4), np.float32, device)
+    with pytest.raises(ValueError, match=r"copy_buffer: expected src to be C-contiguous; "
+                                         r"received strides \(32, 8\)"):
+        kernels_numba.copy_buffer(out, wide[:, ::2])
+    with pytest.raises(ValueError, match=r"copy_buffer: expected src like dst .*\(3, 4\).*"
+                                         r"received .*\(4, 3\)"):
+        kernels_numba.copy_buffer(out, kernels_numba.zeros((4, 3), np.float32, device))
+    with pytest.raises(ValueError, match="copy_buffer: expected src like dst"):
+        kernels_numba.copy_buffer(out, kernels_numba.zeros((3, 4), np.float16, device))
