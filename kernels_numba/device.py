@@ -132,15 +132,11 @@ def copy_buffer(dst, src):
     setting up (packing weights and optimizer slots into their blocks), where a copy
     kernel under the CUDA simulator ran one Python thread per element: 25 s for the
     reference CNN's 100k-float Dense kernel."""
-    where = device_of(dst)
-    if device_of(src) != where or tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
-        raise ValueError(f"copy_buffer: expected src like dst ({where}, {tuple(dst.shape)}, "
-                         f"{dst.dtype}); received ({device_of(src)}, {tuple(src.shape)}, "
-                         f"{src.dtype})")
-    for name, a in (("dst", dst), ("src", src)):
-        if not (a.flags.c_contiguous if where == CPU else a.is_c_contiguous()):
-            raise ValueError(f"copy_buffer: expected {name} to be C-contiguous; received "
-                             f"strides {a.strides}")
+    from kernels_numba import _check  # (it imports this module)
+
+    where = _check.same_device("copy_buffer", dst=dst, src=src)
+    shape = _check.array("copy_buffer", "src", src, dtype=None)
+    _check.array("copy_buffer", "dst", dst, shape=shape, dtype=src.dtype)
     if where == CPU:
         np.copyto(dst, src)
     elif dst.size:
