@@ -6,8 +6,11 @@ NumPy's OpenBLAS cblas_sgemm elsewhere; both take cblas_sgemm's arguments.
 Why not let BLAS thread itself: see kernels_numba/_blas.py (OpenBLAS's spinning workers
 and numba's loops fought for the cores; under any other load a CNN step took 7-20x
 longer). Here the product is cut into one block per thread: rows of C, columns of C
-when C is wide, or, for weight gradients (small C, long K), slices of K whose partial
-products are added in a fixed order. Each block is one BLAS call on the operands in
+when C is wide, or, when K is long (weight gradients, and a layer's forward on a small
+batch: x (64, 784) @ w (784, 256)), slices of K whose partial products are added in a
+fixed order. Slicing K gives each thread a contiguous half of a row-major weight, the
+half its weight gradient (rows of C) and the optimizer's update (halves of the block,
+cpu/optim.py) touch on that thread: it stays in that core's cache. Each block is one BLAS call on the operands in
 place (transposed views are BLAS transpose flags, no copies), issued from numba's
 threads by kernels_numba.cpu._parallel.run_parts (the one compiled parallel loop, which
 calls `_split_part` by address), so all CPU parallelism uses numba's one pool (~15 us
@@ -36,6 +39,11 @@ from kernels_numba.cpu._parallel import (Bound, f32_bits, from_f32_bits, lazy_pa
 
 # Below this many multiply-adds one call on the caller's thread beats a parallel region.
 SPLIT_MIN_MACS = 1 << 20
+# K slices when K > K_SPLIT_RATIO * max(M, N). At 4 the reference MLP's forward split
+# columns of C: each thread read every row of w, half of each row, and the optimizer's
+# update then fetched half its w from the other core (fit epoch 0.575 -> 0.462 s at 2,
+# alternating; the reference CNN's step unchanged).
+K_SPLIT_RATIO = 2
 ROWS, COLUMNS, REDUCTION = 0, 1, 2
 
 _local = threading.local()
@@ -184,7 +192,7 @@ def gemm_calls(c, a, b, *, accumulate=False):
     if threads < 2 or m * n * k < SPLIT_MIN_MACS:
         return [Bound(sgemm_callable(), (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda,
                                          b_ptr, ldb, beta, c_ptr, ldc), (a, b, c))]
-    if k > 4 * max(m, n):
+    if k > K_SPLIT_RATIO * max(m, n):
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
         args = pack(sgemm_address(), a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb,
