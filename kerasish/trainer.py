@@ -20,6 +20,7 @@ from kerasish.engine.data_plans import (
     _cut,
     _first_array,
     _split,
+    loader_is_checked,
 )
 from kerasish.engine.executor import PREDICT, TEST, TRAIN
 from kerasish.engine.feeder import epoch_batches
@@ -122,11 +123,18 @@ class Trainer(CompileState, DataPlans):
         last_read = 0.0
         logs = {}
         ex, batches = None, epoch_batches(self, loader, "fit", TRAIN)
+        # fit's own loader on the CPU gathers each batch on demand in this thread, so the
+        # plan's input buffers are free to take it (never a user's or a prefetching one;
+        # on CUDA input_buffers gives None)
+        direct = loader_is_checked(loader) and getattr(loader, "prefetch", None) == 0 and \
+            hasattr(loader, "gather_into")
         with contextlib.closing(batches):  # stops the prefetch threads on any exit
             # islice: never pull a batch past steps_per_epoch (a generator keeps it)
             for batch, (xb, yb) in enumerate(itertools.islice(batches, max_steps)):
                 cbs.on_train_batch_begin(batch)
                 ex = self._executor_for(ex, xb, loader, TRAIN, yb)
+                if direct:  # the next batches go straight into ex's input buffers
+                    loader.gather_into = ex.input_buffers
                 ex.train_step(xb, yb)
                 now = time.perf_counter()
                 # distributed: every rank reads (a collective) at the same batches

@@ -21,6 +21,11 @@ class Columns:
     def __getitem__(self, index):
         return [a[index] for a in self.arrays]
 
-    def take_rows(self, idx):
-        """The rows `idx` of every column (what the DataLoader's worker gathers)."""
-        return [np.take(a, idx, axis=0) for a in self.arrays]
+    def take_rows(self, idx, out=None):
+        """The rows `idx` of every column (what the DataLoader's worker gathers), into
+        `out` (one array per column, of its dtype and shape) when given."""
+        if out is None:
+            return [np.take(a, idx, axis=0) for a in self.arrays]
+        for a, o in zip(self.arrays, out):  # "clip": "raise" would gather to a copy first
+            np.take(a, idx, axis=0, out=o, mode="clip")
+        return out

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from kerasish import random as kerasish_random
+from kerasish.data.columns import Columns
 
 __all__ = ["DataLoader", "background"]
 
@@ -180,6 +181,9 @@ class DataLoader:
         self.transform = transform
         self.seed = seed
         self.epoch = 0  # epochs started
+        # fit's own loader on the CPU: n -> arrays to gather x into (the plan's input
+        # buffers) or None; set by the trainer (see _gather_target)
+        self.gather_into = None
         self._rng = np.random.default_rng(kerasish_random.new_seed() if seed is None else seed)
         self._epoch_start = self._snapshot()
 
@@ -206,11 +210,34 @@ class DataLoader:
 
     def make_batch(self, idx):
         """Gather and transform one batch (what the worker runs)."""
-        xb = _gather(self.x, idx)
+        out = self._gather_target(len(idx))
+        xb = _gather(self.x, idx) if out is None else self._gather_into(idx, out)
         yb = None if self.y is None else _gather(self.y, idx)
         if self.transform is not None:
             xb, yb = self.transform(xb, yb)
         return xb, yb
+
+    def _gather_target(self, n):
+        """Where x's rows go straight to, skipping a copy (the reference MLP's fit epoch
+        0.391 -> 0.378 s, alternating): gather_into's arrays when they match x's columns (one array
+        for an array x, one per column for Columns), else None (a new batch)."""
+        if self.gather_into is None or self.transform is not None:
+            return None
+        arrays = [self.x] if isinstance(self.x, np.ndarray) else \
+            self.x.arrays if isinstance(self.x, Columns) else None
+        out = None if arrays is None else self.gather_into(n)
+        if out is None or len(out) != len(arrays) or not all(
+                isinstance(o, np.ndarray) and o.dtype == a.dtype and
+                o.shape == (n,) + a.shape[1:] and o.flags.c_contiguous
+                for o, a in zip(out, arrays)):
+            return None
+        return out
+
+    def _gather_into(self, idx, out):
+        if isinstance(self.x, Columns):
+            return self.x.take_rows(idx, out)
+        np.take(self.x, idx, axis=0, out=out[0], mode="clip")  # "raise" copies first
+        return out[0]
 
     def _snapshot(self):
         return {"epoch": self.epoch, "rng": copy.deepcopy(self._rng.bit_generator.state)}

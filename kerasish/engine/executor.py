@@ -160,9 +160,17 @@ class Executor:
             self._feeder = DeviceFeeder(self)
         return self._feeder
 
+    def input_buffers(self, n):
+        """The CPU plan's input buffers for a batch of n samples, which fit's own loader
+        gathers x into (`load` then copies nothing), or None on CUDA."""
+        if self.device != kernels_numba.CPU or n > self.batch_size:
+            return None
+        return self.step(n).inputs
+
     def load(self, s, xs, ys=None, ws=None):
         for dst, x in zip(s.inputs, xs):
-            kernels_numba.copy_from_host(dst, x)
+            if x is not dst:  # else gathered in place (input_buffers)
+                kernels_numba.copy_from_host(dst, x)
         if ys is not None:
             for dst, y in zip(s.targets, ys):
                 if dst is not None and y is not None:
