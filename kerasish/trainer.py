@@ -128,23 +128,27 @@ class Trainer(CompileState, DataPlans):
         # on CUDA input_buffers gives None)
         direct = loader_is_checked(loader) and getattr(loader, "prefetch", None) == 0 and \
             hasattr(loader, "gather_into")
+        dist = getattr(self, "_distribution", None)  # hook: kerasish.distribute
+        hooks = cbs.uses_train_batch_hooks()
         with contextlib.closing(batches):  # stops the prefetch threads on any exit
             # islice: never pull a batch past steps_per_epoch (a generator keeps it)
             for batch, (xb, yb) in enumerate(itertools.islice(batches, max_steps)):
-                cbs.on_train_batch_begin(batch)
+                if hooks:
+                    cbs.on_train_batch_begin(batch)
                 ex = self._executor_for(ex, xb, loader, TRAIN, yb)
                 if direct:  # the next batches go straight into ex's input buffers
                     loader.gather_into = ex.input_buffers
                 ex.train_step(xb, yb)
-                now = time.perf_counter()
-                # distributed: every rank reads (a collective) at the same batches
-                if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
-                        getattr(self, "_distribution", None) is not None or \
-                        (steps is not None and batch + 1 == steps):
-                    logs, last_read = self._read_logs(), now
-                cbs.on_train_batch_end(batch, logs)
-                if getattr(self, "_distribution", None) is not None:  # hook: stop together
-                    self.stop_training = self._distribution.any_stop(self.stop_training)
+                if hooks or dist is not None:
+                    now = time.perf_counter()
+                    # distributed: every rank reads (a collective) at the same batches
+                    if self.device == "cpu" or now - last_read >= _READ_INTERVAL_S or \
+                            dist is not None or (steps is not None and batch + 1 == steps):
+                        logs, last_read = self._read_logs(), now
+                if hooks:
+                    cbs.on_train_batch_end(batch, logs)
+                if dist is not None:  # stop together
+                    self.stop_training = dist.any_stop(self.stop_training)
                 if self.stop_training:
                     break
         if ex is None:

@@ -21,6 +21,14 @@ def _pythonify_logs(logs):
     return result
 
 
+_TRAIN_BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin",
+                      "on_batch_end")
+
+
+def _overrides(cb, hook):
+    return getattr(getattr(cb, hook), "__func__", None) is not getattr(Callback, hook)
+
+
 class CallbackList(Callback):
     """Container that forwards each hook to a list of callbacks.
 
@@ -95,6 +103,12 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             if isinstance(cb, ProgbarLogger):
                 cb.close(aborted=True)
+
+    def uses_train_batch_hooks(self):
+        """Whether any callback has its own training batch hook. When none has, fit calls
+        none and reads no per-batch logs (tf.keras's `_should_call_train_batch_hooks`):
+        the reference MLP's step spent ~13 us of 400 there."""
+        return any(_overrides(cb, hook) for cb in self.callbacks for hook in _TRAIN_BATCH_HOOKS)
 
     def _call(self, hook, *args):
         try:

@@ -207,3 +207,43 @@ def test_fit_terminate_on_nan_input_and_lr_scheduler():
               callbacks=[cb.LearningRateScheduler(lambda epoch, lr: 0.5 ** (epoch + 1))])
     assert model.optimizer.learning_rate == pytest.approx(0.125)
     assert model.history.history["learning_rate"] == pytest.approx([0.5, 0.25, 0.125])
+
+
+# ---------------------------------------------------------------- batch hooks skipped
+
+
+def _tiny_fit(callbacks, monkeypatch):
+    """Fit 3 epochs of 5 batches; the number of per-batch log reads."""
+    import kerasish as keras
+    from kerasish import layers, models
+
+    model = models.Sequential([keras.Input((3,)), layers.Dense(2)])
+    model.compile("sgd", "mse")
+    reads = []
+    real = type(model)._read_logs
+    monkeypatch.setattr(type(model), "_read_logs",
+                        lambda self, *a, **k: reads.append(1) or real(self, *a, **k))
+    rng = np.random.default_rng(0)
+    model.fit(rng.random((20, 3), dtype=np.float32), rng.random((20, 2), dtype=np.float32),
+              batch_size=4, epochs=3, verbose=0, callbacks=callbacks)
+    return len(reads)
+
+
+def test_fit_reads_batch_logs_only_for_callbacks_with_batch_hooks(monkeypatch):
+    seen = []
+
+    class Legacy(cb.Callback):  # on_batch_end: the alias on_train_batch_end calls
+        def on_batch_end(self, batch, logs=None):
+            seen.append(("legacy", batch, sorted(logs)))
+
+    epochs_only = cb.LambdaCallback(on_epoch_end=lambda epoch, logs: None)
+    assert not cb.CallbackList([epochs_only, cb.History()]).uses_train_batch_hooks()
+    quiet = _tiny_fit([epochs_only], monkeypatch)
+    assert quiet == 3  # the epoch's logs only, once per epoch
+    for hooked in (Legacy(), cb.LambdaCallback(
+            on_train_batch_end=lambda batch, logs: seen.append(("lambda", batch, sorted(logs))))):
+        seen.clear()
+        assert cb.CallbackList([hooked]).uses_train_batch_hooks()
+        assert _tiny_fit([hooked], monkeypatch) >= quiet + 3 * 5  # one read per batch
+        assert [s[1] for s in seen] == [0, 1, 2, 3, 4] * 3
+        assert all(s[2] == ["loss"] for s in seen)
