@@ -10,8 +10,9 @@ when C is wide, or, when K is long (weight gradients, and a layer's forward on a
 batch: x (64, 784) @ w (784, 256)), slices of K whose partial products are added in a
 fixed order. Slicing K gives each thread a contiguous half of a row-major weight, the
 half its weight gradient (rows of C) and the optimizer's update (halves of the block,
-cpu/optim.py) touch on that thread: it stays in that core's cache. Each block is one BLAS call on the operands in
-place (transposed views are BLAS transpose flags, no copies), issued from numba's
+cpu/optim.py) touch on that thread: it stays in that core's cache. Each block is one
+BLAS call on the operands in place (transposed views are BLAS transpose flags, no
+copies), issued from numba's
 threads by kernels_numba.cpu._parallel.run_parts (the one compiled parallel loop, which
 calls `_split_part` by address), so all CPU parallelism uses numba's one pool (~15 us
 per parallel region, against ~40 us for a Python thread handoff) and nothing spins

@@ -4,8 +4,8 @@ never for a user's loader, a prefetching one or a transform."""
 
 import numpy as np
 
-import kernels_numba
 import kerasish as keras
+import kernels_numba
 from kerasish import layers, models
 from kerasish.data import DataLoader
 from kerasish.utils import set_random_seed

@@ -373,3 +373,36 @@ def test_relu_bias_gradient_in_the_mask_pass_over_threads():
         assert_close(np.nan_to_num(got), np.nan_to_num(exp), what=what)
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+def test_cpu_relu_mask_and_bias_sums_split_over_threads():
+    """The CPU relu backward's one pass (dy * relu'(y) and db's column sums), on enough
+    rows to split over threads (517 x 67 > PARALLEL_MIN_SIZE), odd sizes: each part's
+    sums start from zero and the parts add in order; NaN in dy reaches dx, dw and db."""
+    import numba
+
+    from kernels_numba.cpu._parallel import run_all
+    from kernels_numba.cpu.dense import PARALLEL_MIN_SIZE, relu_mask_and_sums_calls
+
+    n, f = 517, 67
+    assert n * f >= PARALLEL_MIN_SIZE
+    dy, y = randn((n, f), seed=31), randn((n, f), seed=32)
+    y[y < 0] = 0.0
+    dy[5, 3] = np.nan  # a live unit (y > 0 there) so the NaN passes the mask
+    y[5, 3] = 1.0
+    db0 = randn((f,), seed=33)
+    for threads in sorted({1, numba.get_num_threads()}):
+        saved = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            db = db0.copy()
+            out, calls = relu_mask_and_sums_calls(dy, y, db)
+            run_all(calls)
+        finally:
+            numba.set_num_threads(saved)
+        want = np.where(y > 0, dy.astype(np.float64), 0.0)
+        np.testing.assert_array_equal(out, want.astype(np.float32))
+        assert np.isnan(db[3]) and np.isnan(out[5, 3])
+        keep = np.arange(f) != 3
+        assert_close(db[keep], db0[keep] + want.sum(axis=0)[keep], rtol=1e-5, atol=1e-4,
+                     what=f"db, {threads} threads")
