@@ -26,6 +26,7 @@ from kernels_numba.cpu.optim import (
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
+_TINY = np.float32(np.finfo(np.float32).tiny)
 
 
 def nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den, bias_2,
@@ -35,6 +36,8 @@ def nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u
         wi -= wi * decay
     mi = m[i] * beta_1 + gi * (_ONE - beta_1)
     vi = v[i] * beta_2 + gi * gi * (_ONE - beta_2)
+    mi = _ZERO if abs(mi) < _TINY else mi  # flush to zero: see cpu/optim.py's _TINY
+    vi = _ZERO if vi < _TINY else vi
     m[i] = mi
     v[i] = vi
     m_hat = mi * u_next / den_next + gi * one_minus_u / den
@@ -50,6 +53,8 @@ def adamax_step(w, m, u, i, gi, lr, beta_1, beta_2, bias_1, epsilon, decay):
     ai = abs(gi)
     if ui == ui and not ui >= ai:  # max that keeps NaN from either side (torch.maximum)
         ui = ai
+    mi = _ZERO if abs(mi) < _TINY else mi  # flush to zero: see cpu/optim.py's _TINY
+    ui = _ZERO if ui < _TINY else ui
     m[i] = mi
     u[i] = ui
     w[i] = wi - mi * lr / ((ui + epsilon) * bias_1)
@@ -60,9 +65,11 @@ def adadelta_step(w, accumulated_grad, accumulated_delta, i, gi, lr, rho, epsilo
     if decay != _ZERO:  # Keras 3's decoupled weight decay, before the step
         wi -= wi * decay
     a = accumulated_grad[i] * rho + gi * gi * (_ONE - rho)
+    a = _ZERO if a < _TINY else a  # flush to zero: see cpu/optim.py's _TINY
     accumulated_grad[i] = a
     d = -(math.sqrt(accumulated_delta[i] + epsilon) * gi / math.sqrt(a + epsilon))
-    accumulated_delta[i] = accumulated_delta[i] * rho + d * d * (_ONE - rho)
+    delta = accumulated_delta[i] * rho + d * d * (_ONE - rho)
+    accumulated_delta[i] = _ZERO if delta < _TINY else delta
     w[i] = wi + d * lr
 
 
@@ -78,7 +85,8 @@ def lion_step(w, m, i, gi, lr, beta_1, beta_2, decay):
     else:
         s = c  # 0 stays 0, NaN stays NaN
     w[i] = wi - s * lr
-    m[i] = m[i] * beta_2 + gi * (_ONE - beta_2)
+    mi = m[i] * beta_2 + gi * (_ONE - beta_2)
+    m[i] = _ZERO if abs(mi) < _TINY else mi  # flush to zero: see cpu/optim.py's _TINY
 
 
 def ftrl_step(w, accumulator, linear, i, gi, lr, power, l1, two_l2, two_shrink, decay):
