@@ -16,6 +16,12 @@ hyperparameters (betas, epsilon, rho, momentum, clipvalue) stay by-value argumen
 `zero_grad=True` also sets g = 0 in the same kernel (saves a launch per tensor).
 `weight_decay` (every op): Keras 3's decoupled decay, w -= w * weight_decay * lr before
 the update (its base optimizer applies it so for every optimizer; AdamW is Adam with it).
+Slots that decay (momentum velocities, first and second moments, RMSprop's averages,
+Adadelta's accumulators, Lion's m) store a value below float32's smallest normal
+(1.18e-38) as 0 on both devices, as TensorFlow's CPU kernels flush to zero: a denormal
+slot makes every later x86 update of it take microcode assists (10x the reference CNN's
+Adam step), while the weight it would move is below its own rounding. NaN and Inf are
+kept.
 
 Gradient clipping, fused (every op takes these keywords; at most one of the two):
 - `clipvalue=c`: each gradient element clipped to [-c, c] (Keras clipvalue).
