@@ -14,6 +14,7 @@ import numpy as np
 
 from kernels_numba.cpu._parallel import bound_op, f32_1d, from_f32_bits
 from kernels_numba.cpu.optim import (
+    _TINY,
     grad_mode,
     head,
     scaled_clipped,
@@ -26,7 +27,6 @@ from kernels_numba.cpu.optim import (
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
-_TINY = np.float32(np.finfo(np.float32).tiny)
 
 
 def nadam_step(w, m, v, i, gi, lr, beta_1, beta_2, u_next, den_next, one_minus_u, den, bias_2,

@@ -13,7 +13,7 @@ EDGE = np.float32(1.1756e-38)  # just above TINY: any decay takes it below
 # slot element 0: decays to a denormal; 1: stays normal; 2: NaN; 3: -EDGE (signed slots);
 # 4: 0; 5: Inf
 SLOT = np.array([EDGE, 1e-30, np.nan, -EDGE, 0.0, np.inf], np.float32)
-SIGNED = np.array([EDGE, 1e-30, np.nan, EDGE, 0.0, np.inf], np.float32)  # slots kept >= 0
+NONNEGATIVE = np.array([EDGE, 1e-30, np.nan, EDGE, 0.0, np.inf], np.float32)  # slots kept >= 0
 
 # op -> (per slot argument: may it go negative?, keyword arguments)
 CASES = {
@@ -31,7 +31,7 @@ CASES = {
 def test_decaying_slots_flush_denormals_to_zero(device, op):
     signs, kwargs = CASES[op]
     assert EDGE >= TINY
-    slots0 = [SLOT if signed else SIGNED for signed in signs]
+    slots0 = [SLOT if signed else NONNEGATIVE for signed in signs]
     w, g, *slots = on(device, np.ones(6, np.float32), np.zeros(6, np.float32), *slots0)
     getattr(ops, op)(w, g, *slots, **kwargs)
     for k, slot in enumerate(slots):
