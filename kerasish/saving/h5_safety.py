@@ -162,8 +162,8 @@ class _LoadState:
     """What one `open_for_read` has read: attribute bytes, objects checked, groups
     reached (by HDF5 object address, so hard links sharing a group are seen)."""
 
-    def __init__(self, path):
-        self.size = os.path.getsize(path)
+    def __init__(self, path=None):
+        self.size = os.path.getsize(path) if path is not None else 0
         self.attr_read = 0
         self.attr_objects = set()
         self.reached = {}
@@ -172,8 +172,7 @@ class _LoadState:
 def _state():
     state = _LOAD.get()
     if state is None:  # a read outside open_for_read (tests, tools): fresh budget
-        state = _LoadState.__new__(_LoadState)
-        state.size, state.attr_read, state.attr_objects, state.reached = 0, 0, set(), {}
+        state = _LoadState()
     return state
 
 

@@ -13,7 +13,8 @@ def name(prefix):
     return f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
 
 
-def _alive(pid):
+def pid_alive(pid):
+    """True unless process `pid` is known to be gone (EPERM: alive, someone else's)."""
     if pid <= 0:
         return False
     if pid == os.getpid():
@@ -42,7 +43,7 @@ def remove_dead(directory, prefix):
         pid, sep, tag = entry[len(prefix):].partition("-")
         if not (sep and pid.isdigit() and tag and all(c in "0123456789abcdef" for c in tag)):
             continue
-        if _alive(int(pid)):
+        if pid_alive(int(pid)):
             continue
         path = os.path.join(directory, entry)
         try:
