@@ -103,14 +103,17 @@ def archive_bases(d):
 
 def archive_structural():
     """(tag, suffix, writer(path)) of hostile archives."""
-    chain, path = [], ""
-    for step in "abcdefgh":
-        chain.append((os.path.join(path, "d" * 200), "dir", None))
-        chain.append((os.path.join(path, step), "sym", "d" * 200))
-        path = os.path.join(path, "d" * 200)
-    chain.append((os.path.join(*"abcdefgh", "l" * 200), "sym", "../" * 8))
-    chain.append(("escape", "sym", os.path.join(*"abcdefgh", "l" * 200) + "/../../x"))
-    chain.append(("escape/f", "file", b"pwned"))
+    chain, path = [], ""  # CVE-2025-4517's shape (see test_archive_extract.py)
+    for step in "abcdefghijklmnop":
+        chain.append((os.path.join(path, "d" * 247), "dir", None))
+        chain.append((os.path.join(path, step), "sym", "d" * 247))
+        path = os.path.join(path, "d" * 247)
+    link = os.path.join(*"abcdefghijklmnop", "l" * 254)
+    chain.append((link, "sym", "../" * 16))
+    # the target's temp dir is <base>/xNNNN/datasets/.<name>.extract-...: 4 up is <base>'s
+    # parent, which the test lists for "evil"
+    chain.append(("escape", "sym", link + "/../../../.."))
+    chain.append(("escape/kerasish-fuzz-evil.txt", "file", b"pwned"))
     tars = [
         ("dotdot", [("../evil", "file", b"x")]),
         ("abs", [("/tmp/kerasish-fuzz-evil", "file", b"x")]),

@@ -99,33 +99,41 @@ def test_inside_links_extract_when_allowed(tmp_path):
     assert not os.path.islink(os.path.join(d, "h"))
 
 
-def _cve_2025_4517_chain():
-    """The public proof of concept's shape: nested long directory names, one short
-    symlink per level pointing at its long sibling, a long link leading up through
-    them all (its lexical path is inside, its real one above the target), then a link
-    through it to the outside and a file written through that."""
-    comp = "d" * 200
-    steps = "abcdefghijklmnop"
+def _cve_2025_4517_chain(escape_to):
+    """The public proof of concept: 16 nested 247-character directory names, each with
+    a one-letter symlink to it; a 254-character link at the bottom pointing back up
+    ("../" * 16: the target) whose real path exceeds PATH_MAX, so os.path.realpath stops
+    expanding there and `filter="data"` judges everything after it lexically; a link
+    through it to `escape_to` (relative to the target: outside), a hard link to that
+    and a regular file of the hard link's name, which overwrites the outside file.
+    On Python 3.11.7 the previous `tarfile.extractall(filter="data")` extraction
+    overwrote it."""
+    comp, steps = "d" * 247, "abcdefghijklmnop"
     members, path = [], ""
     for step in steps:
         members.append((os.path.join(path, comp), "dir", None))
         members.append((os.path.join(path, step), "sym", comp))
         path = os.path.join(path, comp)
-    link = os.path.join(*steps, "l" * 200)
+    link = os.path.join(*steps, "l" * 254)
     members.append((link, "sym", "../" * len(steps)))
-    members.append(("escape", "sym", link + "/../../../outside"))
-    members.append(("escape/pwned.txt", "file", b"pwned"))
+    members.append(("escape", "sym", link + "/" + escape_to))
+    members.append(("flaglink", "hard", "escape"))
+    members.append(("flaglink", "file", b"overwritten\n"))
     return members
 
 
 def test_symlink_chain_escape_is_refused(tmp_path):
     (tmp_path / "outside").mkdir()
-    _tar(_cache(tmp_path) / "cve.tar", _cve_2025_4517_chain(), mode="w")
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.write_text("original\n")
+    # from the temporary dir in cache/datasets/: three levels up is tmp_path
+    _tar(_cache(tmp_path) / "cve.tar", _cve_2025_4517_chain("../../../outside/victim.txt"),
+         mode="w")
     for allow in (False, True):
         with pytest.raises(ValueError, match="link|symlink") as e:
             _extract(tmp_path, "cve.tar", extract_limits=ExtractLimits(allow_links=allow))
         assert "cve.tar" in str(e.value)
-    assert os.listdir(tmp_path / "outside") == []
+    assert victim.read_text() == "original\n"
     assert _left_behind(tmp_path, "cve.tar") == [] and _outside(tmp_path) == ["outside"]
 
 
