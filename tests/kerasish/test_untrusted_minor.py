@@ -78,17 +78,14 @@ def test_temp_dir_of_a_killed_load_is_removed_by_the_next(tmp_path):
     path = str(tmp_path / "m.keras")
     _model().save(path)
     root = tempfile.gettempdir()
-
-    def ours():
-        return {e for e in os.listdir(root) if e.startswith(keras_format._TEMP_PREFIX)}
-
-    before = ours()
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=here, KERASISH_DEVICE="cpu")
-    proc = subprocess.run([sys.executable, "-c", _KILLED_LOAD, path], env=env,
-                          capture_output=True, timeout=120)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    left = ours() - before
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_LOAD, path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err[-2000:]
+    prefix = f"{keras_format._TEMP_PREFIX}{proc.pid}-"  # that process's, no one else's
+    left = [e for e in os.listdir(root) if e.startswith(prefix)]
     assert len(left) == 1  # SIGKILL ran no cleanup
     kerasish.saving.load_model(path)
-    assert not (ours() & left)
+    assert not os.path.exists(os.path.join(root, left[0]))
