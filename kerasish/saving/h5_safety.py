@@ -1,6 +1,9 @@
 """Opening untrusted `.h5` files: signature and structure checks before anything is
 read, and link-safe lookups (soft links, external links, external or virtual datasets
-and shape bombs are refused, as Keras 3's `safe_get_h5_group/_dataset` do).
+and shape bombs are refused, as Keras 3's `safe_get_h5_group/_dataset` do). Per load
+(`open_for_read`): each group is reached once by its object address (`reach_once`),
+and attributes are checked before they are opened and counted as read, against
+`load_limits`.
 
 Every error names the file and the problem: OSError for I/O (missing, unreadable,
 truncated), ValueError for content.
@@ -225,7 +228,9 @@ def check_attr(group, name, source):
         items = math.prod(shape or ())
         declared = items * dtype.itemsize
         stored = attr.get_storage_size() if declared > 4096 else declared
-    except (OSError, RuntimeError, KeyError, TypeError) as e:
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        if isinstance(e, ValueError) and source in str(e):
+            raise  # a limit of _check_object_attrs
         raise OSError(f"Cannot load {source}: attribute '{name}' of '{group.name}' is "
                       f"corrupt ({e})") from e
     if declared > load_limits.LIMITS.max_attr_bytes or declared > 16 * stored + 4096:
