@@ -123,6 +123,9 @@ class _Weights:
         except (OSError, ValueError) as e:
             self._dir.cleanup()
             raise self._renamed(e) from e
+        except BaseException:  # KeyboardInterrupt in a long-lived process: no leftovers
+            self._dir.cleanup()
+            raise
         return self
 
     def _renamed(self, e):
