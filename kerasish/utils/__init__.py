@@ -38,5 +38,6 @@ def clear_session():
     gc.collect()
 
 
-__all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "normalize", "pad_sequences",
+__all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "normalize",
+           "pad_sequences",
            "set_random_seed", "split_dataset", "to_categorical"]

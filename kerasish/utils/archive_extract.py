@@ -50,17 +50,20 @@ class UnsafeArchiveError(ValueError):
     """An archive member or total breaks a rule or a limit (the message says which)."""
 
 
+_Refused = UnsafeArchiveError  # short, for the many raises below
+
+
 def _member_parts(name, archive):
     """The member's path components, or UnsafeArchiveError naming what is wrong with it."""
     if "\x00" in name or "\\" in name:
-        raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member {name!r:.200} "
+        raise _Refused(f"get_file: refusing to extract {archive}: member {name!r:.200} "
                        "has a NUL or a backslash in its name")
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member {name!r:.200} "
+        raise _Refused(f"get_file: refusing to extract {archive}: member {name!r:.200} "
                        "has an absolute path")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member {name!r:.200} "
+        raise _Refused(f"get_file: refusing to extract {archive}: member {name!r:.200} "
                        "has a '..' component (a path traversal attempt?)")
     return parts
 
@@ -74,11 +77,11 @@ class _Budget:
     def _check(self, total, what):
         lim = self.limits
         if total > lim.max_total_bytes:
-            raise UnsafeArchiveError(f"get_file: refusing to extract {self.archive}: its members "
+            raise _Refused(f"get_file: refusing to extract {self.archive}: its members "
                            f"{what} more than {lim.max_total_bytes} bytes "
                            "(ExtractLimits.max_total_bytes)")
         if total > lim.ratio_floor_bytes and total > lim.max_ratio * self.size:
-            raise UnsafeArchiveError(f"get_file: refusing to extract {self.archive}: its members "
+            raise _Refused(f"get_file: refusing to extract {self.archive}: its members "
                            f"{what} {total} bytes from a {self.size}-byte archive, over "
                            f"{lim.max_ratio:g}x (ExtractLimits.max_ratio; a zip bomb?)")
 
@@ -105,7 +108,7 @@ def _write_file(root, parts, src, size, budget, mode):
                 break
             got += len(chunk)
             if got > size:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {budget.archive}: member "
+                raise _Refused(f"get_file: refusing to extract {budget.archive}: member "
                                f"{'/'.join(parts)!r:.200} inflates past its declared "
                                f"{size} bytes")
             budget.wrote(len(chunk))
@@ -154,13 +157,13 @@ def _check_links(symlinks, hardlinks, kinds, archive):
     for parts, target in symlinks:
         landed = _resolve(parts[:-1], target, link_map, archive, "/".join(parts))
         if kinds.get(landed) not in ("file", "dir"):
-            raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: symlink "
+            raise _Refused(f"get_file: refusing to extract {archive}: symlink "
                            f"{'/'.join(parts)!r:.200} -> {target!r:.200} is dangling or "
                            "points outside the archive's members")
     for parts, target in hardlinks:
         landed = _resolve([], target, link_map, archive, "/".join(parts))
         if kinds.get(landed) != "file":
-            raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: hard link "
+            raise _Refused(f"get_file: refusing to extract {archive}: hard link "
                            f"{'/'.join(parts)!r:.200} -> {target!r:.200} does not name a "
                            "regular file member")
     # no member may sit under a symlink (its write would go through it)
@@ -168,7 +171,7 @@ def _check_links(symlinks, hardlinks, kinds, archive):
         parts = key.split("/")
         for i in range(1, len(parts)):
             if "/".join(parts[:i]) in link_map:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                raise _Refused(f"get_file: refusing to extract {archive}: member "
                                f"{key!r:.200} lies under the symlink "
                                f"{'/'.join(parts[:i])!r:.200}")
 
@@ -178,15 +181,15 @@ def _record(kinds, parts, kind, archive):
     if not parts:
         if kind == "dir":
             return key
-        raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: a member has an empty name")
+        raise _Refused(f"get_file: refusing to extract {archive}: a member has an empty name")
     old = kinds.get(key)
     if old is not None and not (old == kind == "dir"):
-        raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member {key!r:.200} "
+        raise _Refused(f"get_file: refusing to extract {archive}: member {key!r:.200} "
                        "appears twice")
     for i in range(1, len(parts)):
         parent = kinds.setdefault("/".join(parts[:i]), "dir")
         if parent != "dir":
-            raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member {key!r:.200} "
+            raise _Refused(f"get_file: refusing to extract {archive}: member {key!r:.200} "
                            f"lies under the non-directory {'/'.join(parts[:i])!r:.200}")
     kinds[key] = kind
     return key
@@ -202,12 +205,12 @@ def _extract_tar(archive, root, limits, budget):
                 break
             count += 1
             if count > limits.max_members:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: more than "
+                raise _Refused(f"get_file: refusing to extract {archive}: more than "
                                f"{limits.max_members} members (ExtractLimits.max_members)")
             parts = _member_parts(member.name, archive)
             if member.issym() or member.islnk():
                 if not limits.allow_links:
-                    raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                    raise _Refused(f"get_file: refusing to extract {archive}: member "
                                    f"{member.name!r:.200} is a link (links are refused "
                                    "unless ExtractLimits(allow_links=True))")
                 _record(kinds, parts, "link", archive)
@@ -221,7 +224,7 @@ def _extract_tar(archive, root, limits, budget):
                 src = tar.extractfile(member)
                 _write_file(root, parts, src, member.size, budget, member.mode)
             else:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                raise _Refused(f"get_file: refusing to extract {archive}: member "
                                f"{member.name!r:.200} is a device, FIFO or sparse file "
                                "(only regular files and directories are extracted)")
     _check_links(symlinks, hardlinks, kinds, archive)
@@ -261,24 +264,24 @@ def _extract_zip(archive, root, limits, budget):
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
         if len(infos) > limits.max_members:
-            raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: {len(infos)} members, "
+            raise _Refused(f"get_file: refusing to extract {archive}: {len(infos)} members, "
                            f"over {limits.max_members} (ExtractLimits.max_members)")
         plan = []
         for info in infos:  # the whole list is checked before a byte is inflated
             parts = _member_parts(info.filename, archive)
             kind = _zip_kind(info)
             if info.flag_bits & 0x1:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                raise _Refused(f"get_file: refusing to extract {archive}: member "
                                f"{info.filename!r:.200} is encrypted")
             if kind == "special":
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                raise _Refused(f"get_file: refusing to extract {archive}: member "
                                f"{info.filename!r:.200} is a device or FIFO")
             if kind == "link" and not limits.allow_links:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: member "
+                raise _Refused(f"get_file: refusing to extract {archive}: member "
                                f"{info.filename!r:.200} is a symlink (links are refused "
                                "unless ExtractLimits(allow_links=True))")
             if kind == "link" and info.file_size > 4096:
-                raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: symlink "
+                raise _Refused(f"get_file: refusing to extract {archive}: symlink "
                                f"{info.filename!r:.200} has a {info.file_size}-byte target")
             _record(kinds, parts, kind, archive)
             budget.declare(info.file_size)
@@ -293,7 +296,7 @@ def _extract_zip(archive, root, limits, budget):
                 try:
                     symlinks.append((parts, target.decode("utf-8")))
                 except UnicodeDecodeError:
-                    raise UnsafeArchiveError(f"get_file: refusing to extract {archive}: symlink "
+                    raise _Refused(f"get_file: refusing to extract {archive}: symlink "
                                    f"{info.filename!r:.200} has a non-UTF-8 target") from None
             else:
                 with zf.open(info) as src:

@@ -86,7 +86,8 @@ def test_repeated_weight_names_are_refused(tmp_path):
 
 def _heap_reuse_file(path, items):
     """A legacy weights file whose layer_names is a variable-length list of `items`
-    entries (16-byte descriptors: 3900 fill a compact attribute), every one patched to point at the same 256 KB global heap object."""
+    entries (16-byte descriptors: 3900 fill a compact attribute), every one patched
+    to point at the same 256 KB global heap object."""
     big = "x" * (256 << 10)
     with h5py.File(path, "w") as f:  # v1 object headers: no checksums to patch
         h5_format.write_model_weights(f, weights_io.legacy_layers(_model()))
