@@ -114,6 +114,12 @@ def resolve_class(config, objects, where):
             return objects[key], _category_of_class(objects[key])
     if class_name in _DTYPE_POLICIES:
         return None, "dtype"
+    if class_name == "Lambda":
+        raise ValueError(f"Refusing to deserialize {where}: it holds a Lambda layer, whose "
+                         "config carries Python code; kerasish has no Lambda layer and "
+                         "never runs code from a file (safe_mode=False does not change "
+                         "that). Write the computation as a custom layer registered with "
+                         "@keras.saving.register_keras_serializable()")
     category = _module_category(module)
     tables = _tables()
     for name in ([category] if category in tables else [] if category else list(tables)):
