@@ -156,14 +156,14 @@ def alternate(runs, pairs=MIN_PAIRS, key="epoch_s", on_result=None):
             "load_average": os.getloadavg()}
 
 
-def result_line(label, res, unit="s", scale=1.0):
+def result_line(label, res, unit="s", scale=1.0, timed="2nd epoch timed"):
     """One line: both medians, the ratio, the pairs, and the machine."""
     a, b = res["names"]
     m = res["median"]
     fmt = (lambda v: f"{v * scale:.0f} ms") if unit == "ms" else (lambda v: f"{v:.3f} s")
     load = res["load_average"]
     return (f"{label}: {a} {fmt(m[a])}, {b} {fmt(m[b])} (medians of {len(res['times'][a])} "
-            f"fresh-process pairs, 2nd epoch timed), ratio {res['ratio']:.2f} (median "
+            f"fresh-process pairs, {timed}), ratio {res['ratio']:.2f} (median "
             f"per-pair {res['pair_ratio']:.2f}); CPU {res['machine']}; load "
             f"{load[0]:.1f} at the end")
 
