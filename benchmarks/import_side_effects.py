@@ -62,15 +62,29 @@ def _gru(args):
     return seconds
 
 
+def _blas_threads():
+    """NumPy's BLAS threads as threadpoolctl sees them (None without threadpoolctl): the
+    cause of a slowdown, where the timings on a loaded machine are noise."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+
 def worker(args):
     said = None
+    import numpy  # noqa: F401  (its BLAS loaded before kerasish, as in a user's script)
+
     if args.with_kerasish:
         import kerasish  # noqa: F401
         import kernels_numba
 
-        said = kernels_numba.first_use.report()
+        first_use = getattr(kernels_numba, "first_use", None)  # (older trees lack it)
+        said = first_use.report() if first_use else kernels_numba.BLAS_THREADS
+    threads = _blas_threads()
     seconds = (_matmul if args.worker == "matmul" else _gru)(args)
-    isolated.reply(epoch_s=seconds, kerasish=said)
+    isolated.reply(epoch_s=seconds, kerasish=said, blas_threads=threads)
     return 0
 
 
@@ -105,6 +119,9 @@ def main(argv=None):
                   f"; target <= {TARGET}: {'met' if res['ratio'] <= TARGET else 'NOT met'}",
                   flush=True)
             print(isolated.times_line(res), flush=True)
+            print("  NumPy's BLAS threads at the timing: " + ", ".join(
+                f"{name} {res['results'][name][0]['blas_threads']}" for name in res["names"]),
+                flush=True)
             worst = max(worst, res["ratio"])
     print(f"worst ratio with / without import kerasish: {worst:.3f} (target <= {TARGET})")
     return 0
