@@ -7,8 +7,8 @@ NumPy 2048^2 matmul took 1.96x as long after `import kerasish` when the BLAS was
 to one thread at import; a PyTorch GRU epoch 2x when `OMP_WAIT_POLICY=PASSIVE` was left
 in os.environ for torch's libgomp).
 
-`prepare()`, at the first CPU op (kernels_numba/dispatch.py) and before a training or
-inference call: once per process, starts numba's thread pool (in native BLAS mode with
+`prepare()`, at kerasish's `Model.compile()` on the CPU or the first CPU op
+(kernels_numba/dispatch.py), whichever comes first: once per process, starts numba's thread pool (in native BLAS mode with
 `OMP_WAIT_POLICY=PASSIVE` in the environment only while its OpenMP runtime loads, then
 the variable is put back) and puts back the OpenMP thread count and nesting levels that
 numba's start sets on a libgomp already loaded (torch's: `torch.get_num_threads()` went
@@ -44,7 +44,7 @@ def _loaded_libgomps():
 
 
 def _omp_settings():
-    """{path: (max threads, max active levels)} of every libgomp mapped now."""
+    """{path: (library, max threads, max active levels)} of every libgomp mapped now."""
     out = {}
     for path in _loaded_libgomps():
         try:

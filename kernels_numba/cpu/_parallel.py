@@ -61,7 +61,6 @@ def _drive(address, args, parts):
         _call_part(address, args, p, parts)
 
 
-
 def _pointer_intrinsic(numba_type, llvm_type):
     @intrinsic
     def as_pointer(typingctx, address):
