@@ -95,8 +95,9 @@ def bench_cpu(repeat, rounds=3, n=64, f_in=784, f_out=256):
     ours = {key: [] for key in cases}
     ref = {key: [] for key in cases}
     for _ in range(rounds):
-        for key, (_, fn) in cases.items():
-            ours[key].append(_time(fn, repeat))
+        with kn.cpu_work():  # as in training: NumPy's OpenBLAS at one thread
+            for key, (_, fn) in cases.items():
+                ours[key].append(_time(fn, repeat))
         for key, seconds in _numpy_reference(repeat).items():
             ref[key].append(seconds)
     for key, (label, _) in cases.items():

@@ -101,7 +101,7 @@ else
   step host 40 "$PY" -m benchmarks.host_overhead --steps 200 --repeats 3
   step gemm 45 "$PY" benchmarks/bench_gemm.py --repeat 10 --sizes 512,2048,4096
   if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    step train 90 "$PY" -m benchmarks.train --device cuda --quick --no-compile-time \
+    step train 300 "$PY" -m benchmarks.train --device cuda --quick --no-compile-time \
       --json "$OUT/train-cuda.json"
   else
     skip train "torch with CUDA not importable"

@@ -1,7 +1,8 @@
 """compile and what it sets up: per-output losses, loss weights and metrics, their
 trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 names)."""
 
-
+import kernels_numba
+from kerasish import config as kconfig
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
@@ -38,6 +39,11 @@ class CompileState:
             "jit_compile": False,
         }
         self.compiled = True
+        if (getattr(self, "device", None) or kconfig.get_device()) != "cuda":
+            # the intent to train on the CPU: numba's threads, and on a fresh machine the
+            # compile-ahead helper, start now, ahead of the first step's compiles (never
+            # at import: kernels_numba/first_use.py)
+            kernels_numba.first_use.prepare()
         from kerasish.distribute import current_strategy  # hook: compiled in strategy.scope()
 
         strategy = current_strategy()
