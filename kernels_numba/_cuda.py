@@ -171,6 +171,23 @@ def grid_1d(n, block=256):
     return max(1, ceil_div(n, block)), block
 
 
+MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z (x: 2**31 - 1)
+
+
+def fold_yz(n):
+    """(y, z) with y * z >= n and both <= MAX_GRID_YZ: n blocks over a grid's y and z
+    (the kernel takes block y + z * gridDim.y and returns past n). A clear error past
+    MAX_GRID_YZ**2 rather than a launch failure deep in the driver."""
+    limit = MAX_GRID_YZ
+    if n <= limit:
+        return max(1, n), 1
+    z = ceil_div(n, limit)
+    if z > limit:
+        raise ValueError(f"launch: expected at most {limit * limit} blocks over grid y*z; "
+                         f"received {n}")
+    return ceil_div(n, z), z
+
+
 class LaunchRecord:
     """One `launch(...)`: the kernel's name, grid and block."""
 
