@@ -86,12 +86,15 @@ KERNELS = {}
 
 
 class KernelSpec:
-    """A registered kernel: the Python function and the signatures it is launched with."""
+    """A registered kernel: the Python function, the signatures it is launched with and
+    the dispatcher `kernel()` made (None for the probe, compiled only when it runs;
+    benchmarks/gpu_check/precompile.py compiles each signature into the disk cache)."""
 
     def __init__(self, name, pyfunc, signatures):
         self.name = name
         self.pyfunc = pyfunc
         self.signatures = signatures
+        self.dispatcher = None
 
     def __repr__(self):
         return f"KernelSpec({self.name}, {len(self.signatures)} signatures)"
@@ -141,6 +144,7 @@ def kernel(*signatures, **options):
         k = cuda.jit(**_jit_options(options))(pyfunc)
         if _lazy["DISK_CACHE"]:
             CACHE_ERROR = enable_disk_cache(k) or CACHE_ERROR
+        KERNELS[name].dispatcher = k
         return k
 
     return decorate
