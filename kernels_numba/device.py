@@ -121,7 +121,10 @@ def copy_from_host(dst, host):
         raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; "
                          f"received {host.shape}")
     if device_of(dst) == CUDA:
-        _cuda_memory.copy_host_to_device(dst, np.ascontiguousarray(host))
+        host = np.ascontiguousarray(host)
+        if host.size and 0 in host.strides:  # x[..., None]: numba drops stride-0 axes
+            host = host.copy()               # as broadcast ones, then the shapes disagree
+        _cuda_memory.copy_host_to_device(dst, host)
     else:
         np.copyto(dst, host)
 

@@ -124,3 +124,13 @@ def test_event_without_a_stream_records_and_waits_on_the_compute_stream():
     compute = _cuda.compute_stream()
     assert compute != 0
     assert calls == [("record", compute), ("wait", compute), ("record", copy), ("wait", copy)]
+
+
+def test_copy_from_host_takes_an_array_with_a_new_axis(device):
+    """x[..., None] (Keras's channel axis idiom) has a stride-0 axis of length 1, which
+    numba's copy strips as a broadcast axis: the copy refused its own shape."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)[..., None]
+    assert 0 in x.strides
+    dst = kernels_numba.zeros((2, 3, 2, 1), device=device)
+    kernels_numba.copy_from_host(dst, x)
+    np.testing.assert_array_equal(kernels_numba.to_host(dst), x)
