@@ -548,6 +548,13 @@ def report(results, args):
             print(f"first CNN step ({kind} numba cache): {c['first_step_s']:.2f} s from "
                   f"`import kerasish` (import {c['import_s']:.2f} s; next step "
                   f"{1e3 * c['second_step_s']:.1f} ms)")
+    # one line for scripts/gpu_check.sh's summary
+    print("RESULT " + "; ".join(
+        f"{res['model'].upper()} {res['images']} images on {args.device}: "
+        f"{res['kerasish']['ms_per_step']:.2f} vs torch {res['torch']['ms_per_step']:.2f} "
+        f"ms/step (ratio {res['ratio_median']:.2f}), test acc "
+        f"{100 * np.mean(res['kerasish']['test_acc']):.1f}% vs "
+        f"{100 * np.mean(res['torch']['test_acc']):.1f}%" for res in results["models"]))
 
 
 def main(argv=None):

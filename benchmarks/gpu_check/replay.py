@@ -75,7 +75,9 @@ def main(argv=None):
         # 3. ms/step of fit over --steps batches (after a warm-up fit builds its plan)
         config.set_device("cuda")
         warm = args.warmup_steps * args.batch
-        model.fit(x[:warm], y[:warm], batch_size=args.batch, epochs=1, shuffle=False, verbose=0)
+        if warm:
+            model.fit(x[:warm], y[:warm], batch_size=args.batch, epochs=1, shuffle=False,
+                      verbose=0)
         kernels_numba.synchronize()
         t0 = time.perf_counter()
         model.fit(x[:args.steps * args.batch], y[:args.steps * args.batch],
