@@ -45,6 +45,15 @@ def tiny_fashion_mnist(root, n_train=256, n_test=64):
     return root
 
 
+# In the simulator stage (scripts/test.sh), where it overlaps the other worker's tests;
+# on a GPU (the gpu_check pytest step itself) it is skipped: no script inside the script.
+pytestmark = [
+    pytest.mark.cudasim,
+    pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
+                       reason="the dry run is the simulator stage's (NUMBA_ENABLE_CUDASIM=1)"),
+]
+
+
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs coreutils timeout")
 def test_dry_run_summarises_every_step_within_the_deadline(tmp_path):
     out = tmp_path / "out"
@@ -66,7 +75,7 @@ def test_dry_run_summarises_every_step_within_the_deadline(tmp_path):
     steps = [line.split()[0] for line in lines[1:-1]]
     assert steps == STEPS, summary
     verdicts = {line.split()[0]: line.split()[1] for line in lines[1:-1]}
-    assert verdicts["env"] == verdicts["doctor"] == "PASS", summary
+    assert verdicts["doctor"] == "PASS", summary  # it gates every later step
     assert "FAIL" not in verdicts.values(), summary
     for name, verdict in verdicts.items():
         assert verdict in ("PASS", "TIMEOUT") or (name == "graphs" and verdict == "SKIP" and
