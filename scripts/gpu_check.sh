@@ -35,7 +35,8 @@
 # Dry run: GPU_CHECK_DRY=1 bash scripts/gpu_check.sh runs every step under the CUDA
 # simulator (NUMBA_ENABLE_CUDASIM=1) at tiny sizes, the deadline scaled down
 # (GPU_CHECK_DEADLINE, default 240 s; precompile builds PTX for a few kernels without
-# the simulator, train runs on the CPU). tests/test_gpu_check_dry_run.py runs it in CI.
+# the simulator, train runs on the CPU). tests/test_gpu_check_dry_run.py runs it in
+# scripts/test.sh's simulator stage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -141,7 +142,7 @@ else
 fi
 
 step env "$PY" -m benchmarks.gpu_check.env --json "$JSON"
-nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1 || true
+timeout 20 nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1 || true
 if [ "$DRY" = 1 ]; then DOCTOR_OK="2"; else DOCTOR_OK=""; fi
 if ! OK_RC=$DOCTOR_OK step doctor "$PY" -m kernels_numba.doctor; then
   for s in precompile replay graphs pytest train gemm determinism; do
@@ -167,7 +168,8 @@ else echo "pytest-timeout is not installed: no per-test timeout" >>"$LOGS/notes.
 step pytest "${PYTEST[@]}" "${PYTEST_ARGS[@]}"
 if [ $DATA = 0 ]; then
   skip train "no datasets/fashion_mnist (carry it: see this script's header)"
-elif [ "$DRY" != 1 ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+elif [ "$DRY" != 1 ] && ! timeout 60 "$PY" -c \
+    "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   skip train "torch with CUDA is not importable"
 else
   step train "$PY" -m benchmarks.train "${TRAIN[@]}" --repeats 1 --epochs 2 \
