@@ -122,8 +122,8 @@ line "kerasish gpu_check $(git rev-parse --short HEAD 2>/dev/null || echo '?') $
 # ~140 s for the test suite; under the simulator the tiny CNN steps cost the most).
 declare -A SHARE
 if [ "$DRY" = 1 ]; then
-  SHARE=([env]=6 [doctor]=4 [precompile]=8 [replay]=15 [graphs]=15 [pytest]=14 [train]=13
-         [gemm]=12 [determinism]=13)
+  SHARE=([env]=6 [doctor]=4 [precompile]=10 [replay]=15 [graphs]=15 [pytest]=14 [train]=13
+         [gemm]=11 [determinism]=12)
   PRECOMPILE=(--ptx --limit 1 --workers 1)
   REPLAY=(--steps 1 --batch 2 --size 10 --check-steps 1 --warmup-steps 0 --tiny)
   PYTEST_ARGS=(${GPU_CHECK_PYTEST:-tests/kernels_numba/test_grid_limits.py})  # no -n: imports
