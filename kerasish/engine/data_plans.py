@@ -5,6 +5,7 @@ import numpy as np
 
 from kerasish.engine import parameters, structure
 from kerasish.engine.executor import TRAIN, Executor
+from kerasish.layers.layer import Layer
 
 _MAX_PLANS = 6  # (batch size, mode) plans kept per model; the least recently used goes
 
@@ -52,6 +53,10 @@ class DataPlans:
         key = (int(batch_size), mode) + ((signature,) if signature is not None else ()) + \
             (("weighted",) if weighted else ())
         ex = self._executors.pop(key, None)
+        if ex is not None and mode == TRAIN and ex.trainable_token != Layer.trainable_changes:
+            # a trainable flag changed since this plan was made (after compile, as Keras 3
+            # allows: its train step reads trainable_weights each step): plan again
+            ex = None
         if ex is None:
             if mode == TRAIN:
                 parameters.pack(self)

@@ -11,6 +11,7 @@ On CUDA the trainer may feed the slots ahead through engine/feeder.py.
 """
 
 import os
+import warnings
 
 import numpy as np
 
@@ -62,6 +63,11 @@ class Executor:
         self._feeder = None
         # the optimizer's list, fixed with the plan (model.trainable_weights walks the layers)
         self._variables = model._trainable_variables if mode == TRAIN else []
+        from kerasish.layers.layer import Layer
+
+        self.trainable_token = Layer.trainable_changes  # the flags this plan was made with
+        if mode == TRAIN and not self._variables and not input_grads:
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._replay = launch_plan.REPLAY and allocate and launch_plan.launches_only(self)
         self._random_layers = launch_plan.random_layers(self)
 
@@ -279,7 +285,7 @@ class Executor:
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             lists = ready or (fwd, loss, bwd)
-            if apply:
+            if apply and self._variables:  # Keras: no trainable weights, no update
                 if len(lists) == 4:  # the update's host half, then its bound launches
                     model.optimizer.advance_step()
                     lists[3].replay()

@@ -117,6 +117,8 @@ class Model(Trainer, Layer):
     @trainable.setter
     def trainable(self, value):
         """Like Keras 3: sets every inner layer's flag too."""
+        if self.__dict__.get("_trainable", True) != bool(value):
+            Layer.trainable_changes += 1  # training plans made before are made again
         self._trainable = bool(value)
         for layer in (self.layers if "_trainable" in self.__dict__ and
                       hasattr(self, "_executors") else ()):
