@@ -83,6 +83,8 @@ def _call(layer, args):
     try:
         # state updates (assign_add in call(), e.g. the guide's ComputeSum) run with the
         # graph like the losses given to add_loss
+        if layer.__dict__.get("_positional_call") and isinstance(args, list):
+            return target(*args, **kwargs), _added[-1], _effects[-1]  # call(a, b, ...)
         return target(args, **kwargs), _added[-1], _effects[-1]
     finally:
         _owners.pop()
@@ -105,7 +107,7 @@ def symbolic_inputs(layer, input_shape):
 def trace(layer, input_shape):
     """The Trace of layer.call for `input_shape` (built and cached on first use)."""
     traces = layer.__dict__.setdefault("_traces", {})
-    key = _signature(input_shape)
+    key = _signature(input_shape) + ("*" if layer.__dict__.get("_positional_call") else "")
     found = traces.get(key)
     if found is not None:
         return found
