@@ -44,7 +44,23 @@ def add_loss(layer, value):
                          f"call()")
     if tuple(value.shape):  # Keras sums a non-scalar loss
         value = ops_sum(value)
+    value._loss_owner = layer  # whose `losses` an eager run's value joins
     _added[-1].append(value)
+
+
+def record_losses(owners, values):
+    """An eager run's add_loss values (host copies) into their layers' `losses`:
+    each owner keeps its terms of this, its last, call (Keras clears them per call)."""
+    import numpy as np
+
+    from kerasish.ops.operation import eager
+
+    for owner in owners:
+        if owner is not None:
+            owner._losses = []
+    for owner, value in zip(owners, values):
+        if owner is not None:
+            owner._losses.append(eager(np.asarray(value, np.float32).reshape(())))
 
 
 def is_traced(layer):

@@ -50,6 +50,9 @@ class Model(Trainer, Layer):
     def layers(self):
         return self._tracked_layers()
 
+    def _sublayers(self):
+        return self.layers
+
     def _build_once(self, input_shape):
         """Trace call() for `input_shape` once (a subclassed model's graph)."""
         from kerasish.layers.layer import shape_structure
