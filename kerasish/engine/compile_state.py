@@ -185,10 +185,12 @@ def _as_list(x):
 
 
 def _custom_metric(m):
-    """A keras.metrics.Metric subclass with its own update_state (traced)."""
+    """A keras.metrics.Metric subclass with its own update_state, or a user function
+    (both traced)."""
     from kerasish.metrics.base import Metric
 
-    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state
+    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state or \
+        traced_metric.is_function(m)
 
 
 def get_loss(spec):
@@ -203,6 +205,7 @@ def _serialize_metrics(metrics):
         return {k: _serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, (list, tuple)):
         return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
+                else m if traced_metric.is_function(m)  # serialized by its registered name
                 else {"class_name": type(m).__name__, "config": m.get_config()}
                 if _custom_metric(m) else kmetrics.serialize(kmetrics.check_names([m])[0])
                 for m in metrics] or None

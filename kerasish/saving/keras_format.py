@@ -16,8 +16,8 @@ import tempfile
 
 import h5py
 
-from kerasish.saving import h5_format, h5_safety, json_utils, keras_objects, keras_revive, \
-    keras_zip, serialization, weights_io
+from kerasish.saving import h5_format, h5_safety, json_utils, keras_assets, keras_objects, \
+    keras_revive, keras_zip, serialization, weights_io
 
 
 def _weights_bytes(model, include_optimizer):
@@ -42,7 +42,8 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         "keras_version": h5_format.KERAS_VERSION,
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     keras_zip.write_archive(filepath, config_json, metadata_json,
-                            _weights_bytes(model, include_optimizer), overwrite)
+                            _weights_bytes(model, include_optimizer), overwrite,
+                            keras_assets.collect(model))
 
 
 def _model_config(zf, source):
@@ -141,6 +142,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         model = _rebuild(config, custom_objects, compile, source)
         with _Weights(zf, source) as weights:
             weights.load_into(model, optimizer=compile)
+        keras_assets.restore(zf, model, source)  # after the weights, as Keras 3
     return model
 
 
