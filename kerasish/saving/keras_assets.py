@@ -34,8 +34,7 @@ def asset_layers(model):
             return
         seen.add(id(obj))
         out.append((path, obj))
-        if getattr(obj, "_is_graph_model", False) and hasattr(type(obj), "layers") and \
-                getattr(obj, "_nodes", None) is not None and not _subclassed(obj):
+        if getattr(obj, "_is_graph_model", False) and not _subclassed(obj):
             for layer in obj.layers:
                 visit(layer, _join(path, "layers", layer.name))
             return
