@@ -81,7 +81,7 @@ def function_metric(fn):
     """`metrics=[fn]`: Keras's MeanMetricWrapper of a user function fn(y_true, y_pred),
     its per-sample values traced like a custom loss's (engine/traced_loss.py) and
     averaged over the samples on the device."""
-    from kerasish.engine.traced_loss import TracedLoss
+    from kerasish.engine.traced_loss import SparseTracedLoss, TracedLoss
     from kerasish.metrics.base import MeanMetric
 
     class FunctionMetric(MeanMetric):
@@ -91,11 +91,10 @@ def function_metric(fn):
             self.sparse = None
 
         def bind_labels(self, sparse):
-            if sparse:
-                raise ValueError(f"metric function '{self.name}': integer labels (with a "
-                                 f"sparse loss) are not supported yet; expected targets "
-                                 f"shaped like the model output (one-hot or values)")
-            self.sparse = False
+            """Integer labels (beside a sparse loss) reach fn as a float column."""
+            self.sparse = bool(sparse)
+            kind = SparseTracedLoss if self.sparse else TracedLoss
+            self._values = kind(fn, name=fn.__name__)
 
         def values(self, out, y_pred, y_true):
             self._values.forward(out, y_pred, y_true, {})

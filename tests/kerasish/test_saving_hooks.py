@@ -109,12 +109,19 @@ def test_metric_function_is_traced_and_named_like_keras(tmp_path):
     real_keras().saving.load_model(path, compile=False)  # the file reads in Keras
 
 
-def test_metric_function_with_integer_labels_is_refused_by_name():
+def test_metric_function_with_integer_labels_sees_a_float_column():
+    seen = []
+
     def hits(y_true, y_pred):
-        return y_pred
+        seen.append(tuple(y_true.shape))
+        predicted = ops.cast(ops.argmax(y_pred, axis=-1), "float32")
+        return ops.cast(ops.equal(predicted, ops.reshape(y_true, (-1,))), "float32")
 
     model = keras.Sequential([keras.Input((2,)), layers.Dense(3)])
-    with pytest.raises(ValueError, match="metric function 'hits': integer labels"):
-        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
-                      metrics=[hits])
-        model.fit(np.ones((2, 2), "float32"), np.zeros((2,), "int32"), verbose=0)
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
+                  metrics=[hits, "accuracy"])
+    x = np.random.default_rng(1).standard_normal((9, 2)).astype("float32")
+    y = np.arange(9) % 3
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert seen == [(None, 1)]
+    assert np.isclose(logs["hits"], logs["accuracy"])
