@@ -57,6 +57,23 @@ def _kld(loss, t, p):
     return ops.sum(ops.multiply(t, ops.log(ops.divide(t, p))), axis=-1)
 
 
+def _hinge_labels(t):
+    """Keras's convert_binary_labels_to_hinge: {0, 1} labels (all of them) become -1/1.
+    Its ops.cond on the values, as a where on one flag: the largest distance to {0, 1}."""
+    off = ops.max(ops.minimum(ops.abs(t), ops.abs(ops.subtract(t, 1.0))))
+    return ops.where(ops.equal(off, 0.0), ops.subtract(ops.multiply(t, 2.0), 1.0), t)
+
+
+def _hinge(loss, t, p):
+    margin = ops.maximum(ops.subtract(1.0, ops.multiply(_hinge_labels(t), p)), 0.0)
+    return ops.mean(margin, axis=-1)
+
+
+def _squared_hinge(loss, t, p):
+    margin = ops.maximum(ops.subtract(1.0, ops.multiply(_hinge_labels(t), p)), 0.0)
+    return ops.mean(ops.square(margin), axis=-1)
+
+
 def _categorical_hinge(loss, t, p):
     pos = ops.sum(ops.multiply(t, p), axis=-1)
     neg = ops.max(ops.multiply(ops.subtract(1.0, t), p), axis=-1)
@@ -93,7 +110,7 @@ _PER_SAMPLE = {
     "MeanSquaredError": _mse, "MeanAbsoluteError": _mae,
     "MeanAbsolutePercentageError": _mape, "MeanSquaredLogarithmicError": _msle,
     "Huber": _huber, "LogCosh": _log_cosh, "Poisson": _poisson, "KLDivergence": _kld,
-    "CategoricalHinge": _categorical_hinge, "CosineSimilarity": _cosine,
+    "Hinge": _hinge, "SquaredHinge": _squared_hinge, "CategoricalHinge": _categorical_hinge, "CosineSimilarity": _cosine,
     "BinaryCrossentropy": _bce, "CategoricalCrossentropy": _cce,
     "SparseCategoricalCrossentropy": _scce,
 }
@@ -110,7 +127,9 @@ def call_symbolic(loss, y_true, y_pred, sample_weight=None):
     """`loss(y_true, y_pred, sample_weight)` on symbolic tensors: the reduced loss, a
     tensor of the traced graph."""
     formula = _formula(loss)
-    if formula is None:  # Hinge and SquaredHinge convert {0, 1} labels by their values
+    if formula is None and callable(getattr(type(loss), "call", None)):
+        formula = lambda loss_, t, p: loss_.call(t, p)  # noqa: E731 (a Loss subclass's call)
+    if formula is None:
         raise ValueError(f"loss '{loss.name}' ({type(loss).__name__}): calling it on "
                          f"symbolic tensors inside call() is not supported; expected one "
                          f"of {sorted(_PER_SAMPLE)} (or compute it with keras.ops)")

@@ -36,7 +36,9 @@ def _data(units=4, n=8):
                                   keras.losses.MeanSquaredError(),
                                   keras.losses.CategoricalCrossentropy(from_logits=True,
                                                                        label_smoothing=0.1),
-                                  keras.losses.Huber(delta=0.5), keras.losses.KLDivergence()])
+                                  keras.losses.Huber(delta=0.5), keras.losses.KLDivergence(),
+                                  keras.losses.Hinge(), keras.losses.SquaredHinge(),
+                                  keras.losses.MeanAbsolutePercentageError()])
 def test_symbolic_loss_equals_the_loss_on_arrays(loss):
     """The traced formula (losses/symbolic.py) gives what the loss's kernels give."""
     model = _endpoint_model(loss)
@@ -62,11 +64,23 @@ def test_no_loss_at_all_is_refused_at_fit():
         model.fit(np.ones((4, 3), "float32"), np.ones((4, 2), "float32"), verbose=0)
 
 
-def test_loss_needing_label_values_is_refused_symbolically():
-    model_input = keras.Input((3,))
-    targets = keras.Input((3,))
-    with pytest.raises(ValueError, match="hinge.*symbolic tensors inside call"):
-        Endpoint(keras.losses.Hinge())(targets, model_input)
+def test_loss_subclass_call_is_traced_and_others_refused():
+    class Scaled(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return ops.mean(ops.square(y_true - y_pred), axis=-1) * 2.0
+
+    model = _endpoint_model(Scaled())
+    model.compile(optimizer="sgd")
+    data = _data()
+    logits = data["inputs"] @ model.get_weights()[0] + model.get_weights()[1]
+    expected = 2.0 * ((data["targets"] - logits) ** 2).mean()
+    assert np.isclose(model.evaluate(data, verbose=0), expected, rtol=1e-5)
+
+    class NoCall(keras.losses.Loss):
+        pass
+
+    with pytest.raises(ValueError, match="calling it on symbolic tensors inside call"):
+        Endpoint(NoCall())(keras.Input((3,)), keras.Input((3,)))
 
 
 def test_positional_endpoint_called_on_arrays_and_round_trips():
