@@ -55,12 +55,9 @@ class CompileState:
 
     def _bind_labels(self, y, sample_weight=None, class_weight=None, what="fit"):
         """With a compute_loss override: the label kind from the data (its plan's y),
-        the training state rebuilt when it changes; sample weights refused by name."""
+        the training state rebuilt when it changes."""
         if not compute_loss.overrides(self):
             return
-        if sample_weight is not None or class_weight is not None:
-            raise ValueError(f"{what}: sample_weight and class_weight with a compute_loss "
-                             f"override (model '{self.name}') are not supported yet")
         first = y[0] if isinstance(y, (list, tuple)) and y and hasattr(y[0], "shape") else y
         if first is None or not hasattr(first, "shape"):
             return

@@ -269,7 +269,7 @@ class Executor:
             for k, (loss_, y_pred, y_true, _, scratch, scale, dy_pred) in enumerate(s.losses):
                 if dy_pred is not None and s.loss_outputs[k] not in fused:
                     loss_.backward(dy_pred, y_pred, y_true, scale, scratch)
-                    weights = s.sample_weights[s.loss_outputs[k]]
+                    weights = s.weighting[s.loss_outputs[k]]
                     if weights is not None:
                         ops.scale_rows(dy_pred, weights)
             for grad in s.added_grads:
@@ -336,7 +336,7 @@ class Executor:
             if s.loss_outputs[i] in fused:
                 continue  # fused_loss.launch did this output's loss
             loss.forward(per_row, y_pred, y_true, scratch)
-            weights = s.sample_weights[s.loss_outputs[i]]
+            weights = s.weighting[s.loss_outputs[i]]
             if weights is not None:  # Keras: sum(w * loss) / rows
                 ops.multiply(per_row, per_row, weights)
             model._loss_trackers[s.loss_outputs[i]].update_from_losses(per_row, len(per_row))

@@ -3,7 +3,7 @@ shows it: {case name: (feature, a fragment of kerasish's error message)}."""
 
 REFUSALS = {
     # model_* (F1, model/training findings)
-    "model_compute_loss_sample_weight": (
-        "sample/class weights with a `compute_loss` override",
-        "sample_weight and class_weight with a compute_loss override"),
+    "model_compute_loss_super": (
+        "`super().compute_loss()` in a `compute_loss` override",
+        "super().compute_loss() from an override"),
 }

@@ -40,12 +40,29 @@ def test_override_reads_x_y_and_y_pred():
     assert not np.array_equal(before[0], model.get_weights()[0])
 
 
-def test_sample_weight_with_an_override_is_refused():
-    model = Weighted()
+def test_sample_weights_reach_the_override_as_a_column():
+    seen = []
+
+    class Weighted2(Weighted):
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
+            seen.append(None if sample_weight is None else tuple(sample_weight.shape))
+            per_sample = ops.mean(ops.square(y - y_pred), axis=-1, keepdims=True)
+            if sample_weight is None:
+                return ops.mean(per_sample)
+            return ops.mean(per_sample * sample_weight)
+
+    model = Weighted2()
     model.compile(optimizer="sgd")
     x, y = _data()
-    with pytest.raises(ValueError, match="sample_weight and class_weight with a compute_loss"):
-        model.fit(x, y, sample_weight=np.ones(8), verbose=0)
+    w = np.linspace(0.0, 2.0, 8).astype("float32")
+    weighted = model.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0)
+    plain = model.evaluate(x, y, batch_size=8, verbose=0)
+    pred = model.predict(x, verbose=0)
+    per_sample = ((y - pred) ** 2).mean(axis=-1)
+    assert np.isclose(weighted, (per_sample * w).mean(), rtol=1e-5)  # weighted once
+    assert np.isclose(plain, per_sample.mean(), rtol=1e-5)
+    assert seen == [(None, 1), None]
+    model.fit(x, y, class_weight=None, sample_weight=w, batch_size=4, verbose=0)
 
 
 def test_super_compute_loss_is_refused_by_name():
