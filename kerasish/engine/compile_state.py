@@ -46,12 +46,26 @@ class CompileState:
         if self.built:
             self._build_training_state()
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True,
+                     **kwargs):
         """Keras 3's training hook. Override it in a Model subclass (traced: see
-        engine/compute_loss.py); kerasish's own loss computation is its plan's."""
-        raise ValueError(f"Model '{self.name}': calling Model.compute_loss (or "
-                         f"super().compute_loss() from an override) is not supported yet; "
-                         f"an override must compute its loss from x, y and y_pred itself")
+        engine/compute_loss.py). `super().compute_loss(...)` inside an override, while it
+        is traced, gives the compiled loss of the (one) output on those tensors; the
+        add_loss terms and regularizers join the step's loss as they always do."""
+        spec = self._loss_spec
+        if not self.__dict__.get("_tracing_compute_loss") or spec is None or \
+                _per_output(spec):
+            raise ValueError(f"Model '{self.name}': calling Model.compute_loss outside a "
+                             f"traced override, or without one compiled loss, is not "
+                             f"supported yet; received loss={spec!r}")
+        loss = get_loss(spec)
+        if sample_weight is None:
+            return loss(y, y_pred)
+        if isinstance(loss, traced_loss.TracedLoss):
+            raise ValueError(f"Model '{self.name}': super().compute_loss() with sample "
+                             f"weights and the custom loss '{loss.name}' is not supported "
+                             f"yet")
+        return loss(y, y_pred, sample_weight)  # a (None, 1) column: matched to the values
 
     def _bind_labels(self, y, sample_weight=None, class_weight=None, what="fit"):
         """With a compute_loss override: the label kind from the data (its plan's y),

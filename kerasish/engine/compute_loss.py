@@ -11,8 +11,9 @@ does not apply again), y_pred, y, x (and the weights) are copied in, forward giv
 loss to every row, backward seeds the rows with the engine's scale. Integer labels (a 1-D
 y for a class axis) and sample weights reach compute_loss as float columns (None, 1).
 
-Refused by name: several outputs, outputs with more than a batch and a feature axis, and
-`super().compute_loss()` inside it.
+`super().compute_loss(...)` inside the override is the compiled loss on those tensors
+(CompileState.compute_loss). Refused by name: several outputs, outputs with more than a
+batch and a feature axis.
 """
 
 import numpy as np

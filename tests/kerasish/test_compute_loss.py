@@ -65,23 +65,29 @@ def test_sample_weights_reach_the_override_as_a_column():
     model.fit(x, y, class_weight=None, sample_weight=w, batch_size=4, verbose=0)
 
 
-def test_super_compute_loss_is_refused_by_name():
+def test_super_compute_loss_is_the_compiled_loss_and_refused_without_one():
     class CallsSuper(keras.Model):
         def __init__(self):
             super().__init__()
             self.dense = layers.Dense(2)
 
         def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
-            return super().compute_loss(x, y, y_pred, sample_weight)
+            return super().compute_loss(x, y, y_pred, sample_weight) * 2.0
 
         def call(self, x):
             return self.dense(x)
 
-    model = CallsSuper()
-    model.compile(optimizer="sgd", loss="mse")
     x, y = _data()
-    with pytest.raises(ValueError, match="super\\(\\).compute_loss\\(\\) from an override"):
-        model.fit(x, y, verbose=0)
+    model = CallsSuper()
+    model.compile(optimizer="sgd", loss="mae")
+    value = model.evaluate(x, y, batch_size=8, verbose=0)
+    assert np.isclose(value, 2.0 * np.abs(y - model.predict(x, verbose=0)).mean(), rtol=1e-5)
+    bare = CallsSuper()
+    bare.compile(optimizer="sgd")  # no compiled loss for super() to give
+    with pytest.raises(ValueError, match="without one compiled loss"):
+        bare.fit(x, y, verbose=0)
+    with pytest.raises(ValueError, match="outside a traced override"):
+        model.compute_loss(x, y, model.predict(x, verbose=0))
 
 
 def test_several_outputs_are_refused_by_name():
