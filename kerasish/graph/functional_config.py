@@ -16,6 +16,7 @@ node 0 is its own construction, so its calls count from 1).
 
 import collections
 
+from kerasish.graph import tracing
 from kerasish.graph.nodes import KerasTensor
 
 
@@ -70,6 +71,8 @@ def _node_config(layer, node, index):
         args, kwargs = layer.node_arguments(list(node.input_structure))
         as_tensor = lambda t: _tensor(t, index) if isinstance(t, KerasTensor) else t  # noqa
         return {"args": _struct(args, as_tensor), "kwargs": _struct(kwargs, as_tensor)}
+    if layer.__dict__.get("_positional_call"):  # call(self, targets, logits): one arg each
+        return {"args": [_struct(t, as_tensor) for t in node.input_structure], "kwargs": {}}
     return {"args": [_struct(node.input_structure, as_tensor)], "kwargs": {}}
 
 
@@ -88,10 +91,23 @@ def get_config(model):
         entry["class_name"] = serialization.get_registered_name(layer)
         entry["name"] = layer.name
         entry["inbound_nodes"] = [_node_config(layer, n, index) for n in nodes]
+        build = _own_build_config(layer)
+        if build is not None:  # from_config gives it to the layer's build_from_config
+            entry["build_config"] = build
         entries.append(entry)
     return {"name": model.name, "trainable": model.trainable, "layers": entries,
             "input_layers": _struct(model._inputs_struct, lambda t: _history(t, io)),
             "output_layers": _struct(model._outputs_struct, lambda t: _history(t, io))}
+
+
+def _own_build_config(layer):
+    """A user layer's own get_build_config() (Keras 3 writes build_config in every layer
+    entry; kerasish's layers are built by their calls)."""
+    method = getattr(type(layer), "get_build_config", None)
+    if method is None or getattr(method, "__module__", "").startswith("kerasish.") or \
+            not getattr(layer, "built", False):
+        return None
+    return layer.get_build_config()
 
 
 def _is_ref(value):
@@ -169,6 +185,9 @@ def _node_call(layer, node_data, created, where):
             return args, kwargs
         tensor_kwargs = sorted(k for k, v in kwargs.items()
                                if any(isinstance(t, KerasTensor) for t in _leaves(v)))
+        if len(args) > 1 and not tensor_kwargs and tracing.is_traced(layer) and \
+                all(isinstance(t, KerasTensor) for t in args):
+            return args, {}  # a call() taking several positional tensors (endpoint layers)
         if len(args) != 1 or tensor_kwargs:
             raise ValueError(f"Invalid Functional config in {where}: layer '{layer.name}' "
                              f"({type(layer).__name__}) takes one input (a tensor or a "
@@ -190,7 +209,7 @@ def _node_call(layer, node_data, created, where):
 
 def from_config(cls, config, custom_objects=None, where="the model config"):
     from kerasish import layers as klayers
-    from kerasish.saving import serialization
+    from kerasish.saving import keras_revive, serialization
 
     for key in ("layers", "input_layers", "output_layers"):
         if key not in config:
@@ -201,6 +220,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         name = entry.get("name") or entry["config"].get("name")
         layer = klayers.deserialize({"class_name": entry["class_name"],
                                      "config": entry["config"]}, custom_objects)
+        keras_revive.user_build_from_config(layer, entry.get("build_config"), where)
         if name in created:
             raise ValueError(f"Invalid Functional config in {where}: layer name '{name}' "
                              f"appears twice")
