@@ -20,6 +20,7 @@ from kerasish import (  # noqa: E402,F401
     metrics,
     models,
     optimizers,
+    random,
     regularizers,
     utils,
 )
@@ -40,4 +41,4 @@ def __getattr__(name):
 
 __all__ = ["Sequential", "Model", "Input", "layers", "models", "optimizers", "losses",
            "metrics", "activations", "initializers", "callbacks", "utils", "data", "datasets",
-           "config", "backend", "saving"]
+           "config", "backend", "saving", "random"]
