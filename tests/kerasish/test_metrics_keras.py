@@ -196,3 +196,17 @@ def test_metric_state_variables_read_like_keras():
     logs = model.evaluate(np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32), verbose=0,
                           return_dict=True)
     assert logs["mean_of_pred"] == 2.0
+
+
+def test_loss_named_metrics_resolve_and_refuse():
+    from kerasish import metrics as km
+
+    assert type(km.get("kl_divergence")).__name__ == "KLDivergence"
+    assert type(km.get("mape")).__name__ == "MeanAbsolutePercentageError"
+    assert km.get("log_cosh_error").name == "logcosh"
+    assert km.CosineSimilarity().direction == "up" and km.Poisson().direction == "down"
+    assert km.SparseCategoricalCrossentropy().sparse
+    with pytest.raises(ValueError, match="SparseCategoricalCrossentropy: unsupported arguments"):
+        km.SparseCategoricalCrossentropy(ignore_class=0)
+    with pytest.raises(ValueError, match="does not match"):
+        km.Poisson().update_state(np.zeros((2, 3)), np.zeros((2, 4)))
