@@ -32,6 +32,7 @@ from kernels_numba.ops import (  # noqa: F401
     normalization,
     optim,
     optim_more,
+    optim_factored,
     permute,
     pointwise_loss,
     pool2d,
