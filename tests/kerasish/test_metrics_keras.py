@@ -177,7 +177,7 @@ def test_metric_state_variables_read_like_keras():
 
         def update_state(self, y_true, y_pred, sample_weight=None):
             self.total.assign_add(ops.sum(y_pred))
-            self.count.assign_add(ops.sum(ops.ones_like(y_true)))
+            self.count.assign_add(ops.sum(ops.ones_like(y_pred)))  # y_true unused
 
         def result(self):
             return self.total / self.count

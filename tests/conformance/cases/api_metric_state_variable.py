@@ -1,6 +1,6 @@
 """A custom Metric (keras-io's CategoricalTruePositives): add_variable(shape=()), result()
 returning the variable's value, float(metric.result()) under NumPy 2; standalone and in
-compile(metrics=) during fit and evaluate."""
+compile(metrics=) during fit and evaluate; a metric whose update_state ignores y_true."""
 
 import numpy as np
 
@@ -48,3 +48,29 @@ RESULT = {
     "evaluate": model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True),
 }
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
+class MeanPrediction(keras.metrics.Metric):
+    """A metric of the predictions alone (update_state ignores y_true), result() as
+    arithmetic on two state variables."""
+
+    def __init__(self, name="mean_prediction", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.total = self.add_variable(shape=(), name="total", initializer="zeros")
+        self.count = self.add_variable(shape=(), name="count", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self.total.assign_add(ops.sum(y_pred))
+        self.count.assign_add(ops.sum(ops.ones_like(y_pred)))
+
+    def result(self):
+        return self.total / self.count
+
+    def reset_state(self):
+        self.total.assign(0.0)
+        self.count.assign(0.0)
+
+
+model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
+              metrics=[MeanPrediction()])
+RESULT["mean_prediction"] = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
