@@ -1,0 +1,13 @@
+"""Expected refusals: cases whose kerasish run must raise an error naming the feature.
+
+REFUSALS = {"<case name>": ("<feature, as the README names it>", "<fragment of kerasish's
+error message>")}; a listed case that starts passing is a harness failure.
+"""
+
+REFUSALS = {
+    # -- E (api_*) --
+    "api_refuse_adafactor_clipping": ("gradient clipping with Adafactor",
+                                      "Adafactor: gradient clipping is not supported"),
+    "api_refuse_random_integers_traced": ("integer keras.random draws inside call()",
+                                          "keras.random.randint inside a traced call()"),
+}
