@@ -20,9 +20,11 @@ from kerasish import (  # noqa: E402,F401
     metrics,
     models,
     optimizers,
+    random,
     regularizers,
     utils,
 )
+from kerasish.device_scope import device  # noqa: E402,F401
 from kerasish.layers import Input  # noqa: E402,F401
 from kerasish.models import Model, Sequential  # noqa: E402,F401
 from kerasish import ops  # noqa: E402,F401 - keras.ops (after models: ops nodes are layers)
@@ -40,4 +42,4 @@ def __getattr__(name):
 
 __all__ = ["Sequential", "Model", "Input", "layers", "models", "optimizers", "losses",
            "metrics", "activations", "initializers", "callbacks", "utils", "data", "datasets",
-           "config", "backend", "saving"]
+           "config", "backend", "saving", "random", "device"]

@@ -77,6 +77,11 @@ class RandomUniform(Initializer):
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
 
 
+# Keras 3.15's VarianceScaling family writes these (fans from chosen axes); kerasish
+# supports only the default (None: fans from the shape), and from_config drops the Nones.
+_NO_AXES = {"input_axes": None, "output_axes": None}
+
+
 class VarianceScaling(Initializer):
     """Keras's VarianceScaling: scale / fan, truncated normal or uniform."""
 
@@ -104,7 +109,7 @@ class VarianceScaling(Initializer):
 
     def get_config(self):
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed}
+                "seed": self.seed, **_NO_AXES}
 
 
 class GlorotUniform(VarianceScaling):
@@ -112,7 +117,7 @@ class GlorotUniform(VarianceScaling):
         super().__init__(1.0, "fan_avg", "uniform", seed)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, **_NO_AXES}
 
 
 class GlorotNormal(VarianceScaling):
@@ -120,7 +125,7 @@ class GlorotNormal(VarianceScaling):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, **_NO_AXES}
 
 
 class HeNormal(VarianceScaling):
@@ -128,7 +133,7 @@ class HeNormal(VarianceScaling):
         super().__init__(2.0, "fan_in", "truncated_normal", seed)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, **_NO_AXES}
 
 
 class HeUniform(VarianceScaling):
@@ -136,7 +141,7 @@ class HeUniform(VarianceScaling):
         super().__init__(2.0, "fan_in", "uniform", seed)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, **_NO_AXES}
 
 
 ALL = {

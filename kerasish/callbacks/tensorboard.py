@@ -86,11 +86,17 @@ class TensorBoard(Callback):
 
     chief_only = True  # under kerasish.distribute: runs on rank 0 only
 
+    @property
+    def _tb(self):
+        if self._tb_pieces is None:
+            self._tb_pieces = _tensorboard()
+        return self._tb_pieces
+
     def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
                  write_steps_per_second=False, update_freq="epoch", profile_batch=0,
                  embeddings_freq=0, embeddings_metadata=None):
         super().__init__()
-        self._tb = _tensorboard()
+        self._tb_pieces = None  # imported at the first write: constructs without it, as Keras
         self.log_dir = os.fspath(log_dir)
         if isinstance(histogram_freq, bool) or not isinstance(histogram_freq, int) or \
                 histogram_freq < 0:

@@ -227,7 +227,7 @@ def _serialize_losses(loss):
         return {k: _serialize_losses(v) for k, v in loss.items()}
     if traced_loss.traced(loss) is not None:  # a user function or Loss subclass: by name
         return getattr(loss, "name", None) or loss.__name__
-    return klosses.serialize(klosses.get(loss))
+    return klosses.serialize(klosses.resolve(loss))
 
 
 def _as_list(x):
@@ -245,7 +245,7 @@ def _custom_metric(m):
 
 def get_loss(spec):
     """A loss object the plan can run: built-in (kerasish.losses) or traced."""
-    return traced_loss.traced(spec) or klosses.get(spec)
+    return traced_loss.traced(spec) or klosses.resolve(spec)
 
 
 def _serialize_metrics(metrics):

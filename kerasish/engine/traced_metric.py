@@ -73,7 +73,14 @@ class TracedMetric:
         if not effects:
             raise TypeError(f"metric '{self.name}': update_state must update its variables "
                             f"with assign_add/assign on keras.ops results")
-        model = Functional([y_pred, y_true], effects, name=f"__{self.name}_update")
+        outputs = list(effects)
+        unused = [t for t in (y_pred, y_true) if not _reaches(outputs, t)]
+        if unused:  # Keras lets update_state ignore y_true (or y_pred): keep it a graph input
+            from kerasish import ops
+
+            sums = [ops.sum(t) for t in unused]
+            outputs.append(ops.multiply(sums[0] if len(sums) == 1 else ops.add(*sums), 0.0))
+        model = Functional([y_pred, y_true], outputs, name=f"__{self.name}_update")
         return model
 
 
@@ -111,6 +118,21 @@ def is_function(metric):
 
     return inspect.isfunction(metric) and \
         not getattr(metric, "__module__", "").startswith("kerasish.")
+
+
+def _reaches(outputs, tensor):
+    """Whether `tensor` is an ancestor of any of `outputs` (by the recorded nodes)."""
+    seen, stack = set(), list(outputs)
+    while stack:
+        t = stack.pop()
+        if t is tensor:
+            return True
+        if id(t) in seen or getattr(t, "_keras_history", None) is None:
+            continue
+        seen.add(id(t))
+        layer, node_index, _ = t._keras_history
+        stack.extend(layer._inbound_nodes[node_index].input_tensors)
+    return False
 
 
 def wrap(metric):

@@ -25,6 +25,8 @@ def _one(value, name, layer):
 
 class Conv1D(Layer):
     """1-D convolution: (batch, steps, channels) -> (batch, new_steps, filters)."""
+    config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
+                        "bias_regularizer", "bias_constraint")
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
                  dilation_rate=1, groups=1, activation=None, use_bias=True,
@@ -125,9 +127,9 @@ class Conv1D(Layer):
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters,
-                "kernel_size": [self.kernel_size], "strides": [self.strides],
+                "kernel_size": (self.kernel_size,), "strides": (self.strides,),
                 "padding": self.padding, "data_format": "channels_last",
-                "dilation_rate": [self.dilation_rate], "groups": 1,
+                "dilation_rate": (self.dilation_rate,), "groups": 1,
                 "activation": self.activation, "use_bias": self.use_bias,
                 "kernel_initializer": _init_config(self.kernel_initializer),
                 "bias_initializer": _init_config(self.bias_initializer)}

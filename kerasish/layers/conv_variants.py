@@ -78,15 +78,17 @@ class _ConvBase(Layer):
                                    alpha=activations.alpha(self.activation))
 
     def _base_config(self):
-        return {**Layer.get_config(self), "kernel_size": list(self.kernel_size),
-                "strides": list(self.strides), "padding": self.padding,
-                "data_format": "channels_last", "dilation_rate": list(self.dilation_rate),
+        return {**Layer.get_config(self), "kernel_size": tuple(self.kernel_size),
+                "strides": tuple(self.strides), "padding": self.padding,
+                "data_format": "channels_last", "dilation_rate": tuple(self.dilation_rate),
                 "activation": self.activation, "use_bias": self.use_bias,
                 "bias_initializer": _init_config(self.bias_initializer)}
 
 
 class Conv2DTranspose(_ConvBase):
     """Transposed convolution: (batch, H, W, C) -> (batch, H', W', filters)."""
+    config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
+                        "bias_regularizer", "bias_constraint")
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
                  output_padding=None, data_format=None, dilation_rate=(1, 1), activation=None,
@@ -164,6 +166,8 @@ class Conv2DTranspose(_ConvBase):
 
 class DepthwiseConv2D(_ConvBase):
     """Per-channel convolution: (batch, H, W, C) -> (batch, H', W', C*depth_multiplier)."""
+    config_none_keys = ("activity_regularizer", "depthwise_regularizer", "depthwise_constraint",
+                        "bias_regularizer", "bias_constraint")
 
     RULE_WEIGHTS = {**Layer.RULE_WEIGHTS, "depthwise": "kernel"}  # Keras names it "kernel"
 
@@ -224,6 +228,9 @@ class DepthwiseConv2D(_ConvBase):
 
 class SeparableConv2D(_ConvBase):
     """Depthwise (KH, KW, C, DM) then pointwise (1, 1, C*DM, filters), then bias."""
+    config_none_keys = ("activity_regularizer", "depthwise_regularizer", "depthwise_constraint",
+                        "pointwise_regularizer", "pointwise_constraint", "bias_regularizer",
+                        "bias_constraint")
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,

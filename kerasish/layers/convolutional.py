@@ -45,6 +45,8 @@ def normalize_padding(value, layer):
 
 class Conv2D(Layer):
     """2-D convolution. Input (batch, H, W, C) -> output (batch, H', W', filters)."""
+    config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
+                        "bias_regularizer", "bias_constraint")
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
@@ -170,9 +172,9 @@ class Conv2D(Layer):
     def get_config(self):
         config = super().get_config()
         config.update({
-            "filters": self.filters, "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides), "padding": self.padding,
-            "data_format": "channels_last", "dilation_rate": list(self.dilation_rate),
+            "filters": self.filters, "kernel_size": tuple(self.kernel_size),
+            "strides": tuple(self.strides), "padding": self.padding,
+            "data_format": "channels_last", "dilation_rate": tuple(self.dilation_rate),
             "groups": 1,
             "activation": self.activation, "use_bias": self.use_bias,
             "kernel_initializer": _init_config(self.kernel_initializer),

@@ -42,6 +42,8 @@ class Dense(Layer):
 
     Input shape: (batch, ..., input_dim). Output shape: (batch, ..., units).
     """
+    config_none_keys = ("kernel_regularizer", "kernel_constraint", "bias_regularizer",
+                        "bias_constraint")
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", **kwargs):
@@ -296,7 +298,7 @@ class Reshape(Layer):
         return (input_shape[0], *shape)
 
     def get_config(self):
-        return {**super().get_config(), "target_shape": list(self.target_shape)}
+        return {**super().get_config(), "target_shape": tuple(self.target_shape)}
 
 
 class Dropout(StepCounter, Layer):
@@ -371,6 +373,6 @@ class Dropout(StepCounter, Layer):
                 "mask", dy.shape[0]), kind="multiply")
 
     def get_config(self):
-        noise_shape = None if self.noise_shape is None else list(self.noise_shape)
+        noise_shape = None if self.noise_shape is None else tuple(self.noise_shape)
         return {**super().get_config(), "rate": self.rate, "seed": self.seed,
                 "noise_shape": noise_shape}

@@ -71,6 +71,9 @@ class Layer:
 
     RULE_WEIGHTS = _RULE_WEIGHTS
     activity_regularizer = None
+    # Keys Keras's get_config writes for this class even when unset (None): its
+    # regularizer/constraint arguments (kerasish otherwise writes only the set ones)
+    config_none_keys = ()
     trainable_changes = 0  # counts every layer's trainable flips (the launch plan's token)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None,
@@ -405,6 +408,8 @@ class Layer:
             if value is not None:
                 module = regularizers if key.endswith("_regularizer") else constraints
                 config[key] = module.serialize(module.get(value))
+        for key in type(self).config_none_keys:
+            config.setdefault(key, None)
         return config
 
     @classmethod

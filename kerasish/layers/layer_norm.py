@@ -52,6 +52,8 @@ class LayerNormalization(Layer):
 
     Weights (Keras order): gamma (scale=True), beta (center=True), shaped like the axes.
     """
+    config_none_keys = ("beta_regularizer", "beta_constraint", "gamma_regularizer",
+                        "gamma_constraint")
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
                  beta_initializer="zeros", gamma_initializer="ones", **kwargs):
@@ -203,6 +205,6 @@ class Normalization(Layer):
     def get_config(self):
         axis = () if self.axis is None else self.axis
         as_config = lambda a: None if a is None else a.tolist()  # noqa: E731
-        return {**super().get_config(), "axis": list(axis) if isinstance(axis, (list, tuple))
-                else [axis], "invert": self.invert, "mean": as_config(self.init_mean),
+        return {**super().get_config(), "axis": tuple(axis) if isinstance(axis, (list, tuple))
+                else (axis,), "invert": self.invert, "mean": as_config(self.init_mean),
                 "variance": as_config(self.init_variance)}

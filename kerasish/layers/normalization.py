@@ -15,6 +15,8 @@ class BatchNormalization(Layer):
     A frozen layer (trainable=False) runs in inference mode in training too, as Keras 3:
     moving statistics, and none of the four weights changes (the transfer-learning idiom).
     """
+    config_none_keys = ("beta_regularizer", "beta_constraint", "gamma_regularizer",
+                        "gamma_constraint")
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
@@ -105,6 +107,7 @@ class BatchNormalization(Layer):
             "axis": -1, "momentum": self.momentum, "epsilon": self.epsilon,
             "center": self.center, "scale": self.scale,
             **{f"{k}_initializer": _init_config(v) for k, v in self.initializers.items()},
-            "synchronized": False,
+            "synchronized": False, "renorm": False, "renorm_clipping": None,
+            "renorm_momentum": 0.99,
         })
         return config

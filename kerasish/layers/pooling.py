@@ -34,8 +34,8 @@ class _Pooling2D(Layer):
         return (input_shape[0], *out[1:])
 
     def get_config(self):
-        return {**super().get_config(), "pool_size": list(self.pool_size),
-                "strides": list(self.strides), "padding": self.padding,
+        return {**super().get_config(), "pool_size": tuple(self.pool_size),
+                "strides": tuple(self.strides), "padding": self.padding,
                 "data_format": "channels_last"}
 
 

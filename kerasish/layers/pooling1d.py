@@ -45,8 +45,8 @@ class _Pooling1D(Layer):
         return (input_shape[0], out[2], out[3])
 
     def get_config(self):
-        return {**super().get_config(), "pool_size": [self.pool_size], "padding": self.padding,
-                "strides": [self.strides], "data_format": "channels_last"}
+        return {**super().get_config(), "pool_size": (self.pool_size,), "padding": self.padding,
+                "strides": (self.strides,), "data_format": "channels_last"}
 
 
 class MaxPooling1D(_Pooling1D):

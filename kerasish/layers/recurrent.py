@@ -35,6 +35,9 @@ _WEIGHT_EXTRAS = ("kernel_regularizer", "recurrent_regularizer", "bias_regulariz
 
 
 class _RNN(Layer):
+    config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
+                        "recurrent_regularizer", "recurrent_constraint", "bias_regularizer",
+                        "bias_constraint")
     GATES = 1
     KIND = "simple"
     CELL = "simple_rnn_cell"
@@ -323,7 +326,7 @@ class SimpleRNN(_RNN):
 
     def get_config(self):
         config = super().get_config()
-        for key in ("recurrent_activation",):
+        for key in ("recurrent_activation", "seed"):  # Keras's SimpleRNN writes neither
             config.pop(key, None)
         return config
 

@@ -74,7 +74,7 @@ class UpSampling2D(Layer):
             ops.upsampling2d_backward(dx, dy, size=self.size)
 
     def get_config(self):
-        return {**super().get_config(), "size": list(self.size),
+        return {**super().get_config(), "size": tuple(self.size),
                 "data_format": "channels_last", "interpolation": "nearest"}
 
 
@@ -100,7 +100,7 @@ class ZeroPadding2D(Layer):
             ops.zero_padding2d_backward(dx, dy, padding=self.padding)
 
     def get_config(self):
-        return {**super().get_config(), "padding": [list(p) for p in self.padding],
+        return {**super().get_config(), "padding": tuple(tuple(p) for p in self.padding),
                 "data_format": "channels_last"}
 
 
@@ -130,7 +130,7 @@ class Cropping2D(Layer):
             ops.cropping2d_backward(dx, dy, cropping=self.cropping)
 
     def get_config(self):
-        return {**super().get_config(), "cropping": [list(p) for p in self.cropping],
+        return {**super().get_config(), "cropping": tuple(tuple(p) for p in self.cropping),
                 "data_format": "channels_last"}
 
 
@@ -166,7 +166,7 @@ class Permute(Layer):
             ops.permute_axes_backward(dx, dy, perm=self._perm())
 
     def get_config(self):
-        return {**super().get_config(), "dims": list(self.dims)}
+        return {**super().get_config(), "dims": tuple(self.dims)}
 
 
 class RepeatVector(Layer):

@@ -1,9 +1,12 @@
 """Losses: Keras classes, strings and functions, computed by kernels_numba loss ops.
 
-`get` resolves compile(loss=...): a Loss, a class, a class or function name or alias
-('mae', 'kld', ...), a Keras function (keras.losses.huber), or a {"class_name", "config"}
-dict. The functions (`mean_absolute_error(y_true, y_pred)`) return per-sample values of
-host arrays; Loss objects called on arrays return Keras's reduced value.
+`get` is Keras's: a function name or alias ('mae', 'kld', ...) gives the per-sample
+function (keras.losses.mean_absolute_error), a class name or class an instance, a
+{"class_name", "config"} dict the configured instance, a callable itself. `resolve`
+is what compile(loss=...) needs: always a Loss the engine runs (a function named as
+Keras's becomes its class). The functions (`mean_absolute_error(y_true, y_pred)`)
+return per-sample values of host arrays; Loss objects called on arrays return Keras's
+reduced value.
 """
 
 from kerasish.losses.base import REDUCTIONS, Loss  # noqa: F401
@@ -53,6 +56,21 @@ STRINGS = {
 
 
 def get(identifier):
+    """Keras's losses.get: None, a per-sample function, or a Loss instance."""
+    if identifier is None:
+        return None
+    if isinstance(identifier, str) and identifier in STRINGS:
+        return FUNCTIONS[identifier]
+    if isinstance(identifier, dict) or isinstance(identifier, str):
+        return resolve(identifier)
+    if isinstance(identifier, type) and issubclass(identifier, Loss):
+        return identifier()
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret loss identifier: {identifier!r}")
+
+
+def resolve(identifier):
     """A Loss from a Loss instance, a class/function name, or a Keras config dict."""
     if isinstance(identifier, Loss):
         return identifier
@@ -85,7 +103,7 @@ def deserialize(config, custom_objects=None):
     if custom_objects and isinstance(config, dict) and \
             config.get("class_name") in custom_objects:
         return custom_objects[config["class_name"]].from_config(config.get("config", {}))
-    return get(config)
+    return resolve(config)
 
 
 # Keras's functions: per-sample values (shape y_pred.shape[:-1]) of host arrays.
@@ -158,3 +176,6 @@ mape = MAPE = mean_absolute_percentage_error
 msle = MSLE = mean_squared_logarithmic_error
 kld = KLD = kl_divergence
 bce = BCE = binary_crossentropy
+
+# Every name of STRINGS is also a function above (an alias or Keras's name): get's result.
+FUNCTIONS = {name: globals()[name] for name in STRINGS}

@@ -7,6 +7,8 @@ Keras metric functions (keras.metrics.mean_absolute_error) and saved config dict
 and its loss's labels.
 """
 
+import re
+
 from kerasish.metrics.accuracy import (
     BinaryAccuracy,
     CategoricalAccuracy,
@@ -24,6 +26,21 @@ from kerasish.metrics.confusion import (
     TrueNegatives,
     TruePositives,
 )
+from kerasish.metrics.loss_metrics import (
+    LOSS_METRICS,
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    CosineSimilarity,
+    Hinge,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanSquaredLogarithmicError,
+    Poisson,
+    SparseCategoricalCrossentropy,
+    SquaredHinge,
+)
 from kerasish.metrics.regression import MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError
 from kerasish.losses import (  # noqa: F401  (Keras exports these as metric functions too)
     mean_absolute_error,
@@ -34,19 +51,24 @@ ACCURACY_NAMES = ("accuracy", "acc")
 _ALL = (SparseCategoricalAccuracy, CategoricalAccuracy, BinaryAccuracy,
         TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, MeanAbsoluteError,
         MeanSquaredError, RootMeanSquaredError, AUC, Precision, Recall, TruePositives,
-        FalsePositives, TrueNegatives, FalseNegatives)
+        FalsePositives, TrueNegatives, FalseNegatives, *LOSS_METRICS)
 CLASSES = {cls.__name__: cls for cls in (*_ALL, Mean, Sum)}
 
 
 def _snake(name):
-    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    """Keras's to_snake_case: KLDivergence -> kl_divergence, AUC -> auc."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 # Keras 3's names (metrics.ALL_OBJECTS_DICT): class names, their snake_case, aliases.
 EXPLICIT = {_snake(cls.__name__): cls for cls in _ALL}
 EXPLICIT.update({cls.__name__: cls for cls in _ALL})
 EXPLICIT.update({"auc": AUC, "mse": MeanSquaredError, "MSE": MeanSquaredError,
-                 "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError})
+                 "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError,
+                 "bce": BinaryCrossentropy, "BCE": BinaryCrossentropy,
+                 "mape": MeanAbsolutePercentageError, "MAPE": MeanAbsolutePercentageError,
+                 "msle": MeanSquaredLogarithmicError, "MSLE": MeanSquaredLogarithmicError})
 # Mean and Sum take values, not (y_true, y_pred): Keras would misuse them in compile.
 STANDALONE = {"Mean": Mean, "Sum": Sum, "mean": Mean, "sum": Sum}
 VALID = sorted(set(ACCURACY_NAMES) | set(EXPLICIT))

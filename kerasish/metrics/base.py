@@ -85,7 +85,7 @@ class Metric:
         """Keras 3's Metric.add_variable: a non-trainable Variable on the model's device,
         updated in a subclass's update_state with assign_add/assign."""
         from kerasish import config, initializers
-        from kerasish.variables import Variable
+        from kerasish.metrics.state_variable import StateVariable
 
         if dtype not in (None, "float32", np.float32):
             raise ValueError(f"{self.name}.add_variable: only float32 state is supported; "
@@ -94,7 +94,7 @@ class Metric:
         name = name or f"variable_{len(found)}"
         shape = tuple(int(s) for s in shape)
         value = np.asarray(initializers.get(initializer)(shape), np.float32).reshape(shape)
-        var = Variable(value, name, trainable=False, device=config.get_device(),
+        var = StateVariable(value, name, trainable=False, device=config.get_device(),
                        path=f"{self.name}/{name}")
         found.append(var)
         return var

@@ -7,7 +7,7 @@ and the batch-axis conventions; every tensor is float32 (integer results such as
 argmax are float32 holding integers).
 """
 
-from kerasish.ops import nn  # noqa: F401
+from kerasish.ops import image, nn  # noqa: F401
 from kerasish.ops.creation import (  # noqa: F401
     arange, cast, convert_to_numpy, convert_to_tensor, full, full_like, ones, ones_like,
     shape, stop_gradient, zeros, zeros_like)
@@ -17,7 +17,7 @@ from kerasish.ops.elementwise import (  # noqa: F401
     not_equal, power, reciprocal, relu, sigmoid, sign, silu, softplus, sqrt, square,
     subtract, swish, tanh, true_divide, where)
 from kerasish.ops.indexing import getitem  # noqa: F401
-from kerasish.ops.linalg import dot, matmul  # noqa: F401
+from kerasish.ops.linalg import dot, matmul, tensordot  # noqa: F401
 from kerasish.ops.nn import (  # noqa: F401
     binary_crossentropy, categorical_crossentropy, log_softmax, moments, one_hot, softmax,
     sparse_categorical_crossentropy)

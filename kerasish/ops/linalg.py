@@ -1,4 +1,4 @@
-"""matmul and dot on kernels_numba.ops.matmul (the GEMM the Dense layer uses).
+"""matmul, dot and tensordot on kernels_numba.ops.matmul (the GEMM the Dense layer uses).
 
 matmul follows NumPy: 1-D operands are promoted (a row / a column) and dropped again;
 N-D operands are stacks of matrices whose leading dims broadcast. An N-D x against a
@@ -14,7 +14,7 @@ import numpy as np
 
 from kernels_numba import ops as K
 from kerasish.ops.dispatch import broadcast_shapes, dims, is_batched, run
-from kerasish.ops.operation import Operation
+from kerasish.ops.operation import Operation, as_tensor, is_symbolic
 
 
 class MatmulOp(Operation):
@@ -116,6 +116,7 @@ def dot(x1, x2):
     from kerasish.ops.elementwise import multiply
     from kerasish.ops.shapes import reshape, transpose
 
+    x1, x2 = _tensors(x1, x2)
     s1, s2 = _shape(x1), _shape(x2)
     if not s1 or not s2:
         return multiply(x1, x2)
@@ -130,5 +131,60 @@ def dot(x1, x2):
     return reshape(out, (*(-1 if s is None else s for s in s1[:-1]), *s2[:-2], s2[-1]))
 
 
+def _tensors(x1, x2):
+    """Both as graph tensors when either is symbolic: a weight (Variable) reshaped or
+    transposed here must be read each run, not copied into the graph as a constant."""
+    if not is_symbolic(x1, x2):
+        return x1, x2
+    return as_tensor(x1), as_tensor(x2)
+
+
 def _shape(x):
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def tensordot(x1, x2, axes=2):
+    """np.tensordot: `axes` an int N (the last N axes of x1 against the first N of x2) or
+    a pair of axis lists. x1's free axes are moved first (its contracted ones flattened
+    last) and x2's contracted axes first (x2 flattened to a matrix): one matmul, reshaped
+    to x1's free then x2's free axes.
+    A None batch may be a free axis of x1 only."""
+    from kerasish.ops.dispatch import axis_of
+    from kerasish.ops.shapes import reshape, transpose
+
+    x1, x2 = _tensors(x1, x2)
+    s1, s2 = _shape(x1), _shape(x2)
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        if not 0 <= axes <= min(len(s1), len(s2)):
+            raise ValueError(f"ops.tensordot: expected axes in [0, {min(len(s1), len(s2))}] "
+                             f"for shapes {s1} and {s2}; received axes={axes}")
+        a1, a2 = list(range(len(s1) - axes, len(s1))), list(range(int(axes)))
+    else:
+        try:
+            a1, a2 = ([axes[i]] if isinstance(axes[i], (int, np.integer)) else list(axes[i])
+                      for i in (0, 1))
+        except (TypeError, IndexError):
+            raise ValueError(f"ops.tensordot: expected axes to be an int or a pair of axis "
+                             f"lists; received axes={axes!r}") from None
+        a1 = [axis_of("tensordot", a, len(s1), "axes[0]") for a in a1]
+        a2 = [axis_of("tensordot", a, len(s2), "axes[1]") for a in a2]
+    if len(a1) != len(a2) or any(s1[i] != s2[j] or s1[i] is None for i, j in zip(a1, a2)):
+        raise ValueError(f"ops.tensordot: the contracted axes must have equal, known sizes; "
+                         f"received shapes {s1} (axes {a1}) and {s2} (axes {a2})")
+    free1 = [d for d in range(len(s1)) if d not in a1]
+    free2 = [d for d in range(len(s2)) if d not in a2]
+    if any(s2[d] is None for d in free2) or any(s1[d] is None for d in free1[1:]) or \
+            (free1 and s1[free1[0]] is None and free1[0] != 0):
+        raise ValueError(f"ops.tensordot: a None (batch) size may only be x1's first, free "
+                         f"axis; received shapes {s1} and {s2} with axes {a1}, {a2}")
+    k = int(np.prod([s1[d] for d in a1], dtype=np.int64))
+    n = int(np.prod([s2[d] for d in free2], dtype=np.int64))
+    lead = tuple(-1 if s1[d] is None else s1[d] for d in free1)
+    m1 = x1 if free1 + a1 == list(range(len(s1))) else transpose(x1, (*free1, *a1))
+    m2 = x2 if a2 + free2 == list(range(len(s2))) else transpose(x2, (*a2, *free2))
+    # x1 keeps its free axes (one GEMM over all their rows, the batch included)
+    m1 = m1 if tuple(_shape(m1)) == (*(s1[d] for d in free1), k) else \
+        reshape(m1, (*lead, k) if lead else (1, k))
+    m2 = m2 if tuple(_shape(m2)) == (k, n) else reshape(m2, (k, n))
+    out = matmul(m1, m2)
+    return reshape(out, (*lead, *(s2[d] for d in free2)))

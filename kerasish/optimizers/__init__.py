@@ -1,13 +1,14 @@
-"""kerasish.optimizers: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl
-(Keras names, formulas, defaults, configs)."""
+"""kerasish.optimizers: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl,
+Adafactor (Keras names, formulas, defaults, configs)."""
 
 from kerasish.optimizers import schedules
+from kerasish.optimizers.adafactor import Adafactor
 from kerasish.optimizers.optimizer import Optimizer
 from kerasish.optimizers.rules import SGD, Adagrad, Adam, AdamW, RMSprop
 from kerasish.optimizers.rules_more import Adadelta, Adamax, Ftrl, Lion, Nadam
 
 ALL = {cls.__name__.lower(): cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad, Nadam, Adamax,
-                                              Adadelta, Lion, Ftrl)}
+                                              Adadelta, Lion, Ftrl, Adafactor)}
 
 
 def get(identifier):
@@ -36,4 +37,5 @@ def serialize(optimizer):
 
 
 __all__ = ["schedules", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam",
-           "Adamax", "Adadelta", "Lion", "Ftrl", "get", "serialize", "deserialize"]
+           "Adamax", "Adadelta", "Lion", "Ftrl", "Adafactor", "get", "serialize",
+           "deserialize"]

@@ -23,10 +23,11 @@ _NO_BUILD_CONFIG = frozenset((
     "GlobalAveragePooling2D", "UpSampling1D"))
 _MODULES = {"layers": "keras.layers", "initializers": "keras.initializers",
             "losses": "keras.losses", "metrics": "keras.metrics",
-            "optimizers": "keras.optimizers", "schedules": "keras.optimizers.schedules"}
+            "optimizers": "keras.optimizers", "schedules": "keras.optimizers.schedules",
+            "regularizers": "keras.regularizers", "constraints": "keras.constraints"}
 # Checked in this order when a module path names several (keras.optimizers.schedules).
-_MODULE_WORDS = ("schedules", "optimizers", "initializers", "losses", "metrics", "models",
-                 "layers")
+_MODULE_WORDS = ("schedules", "optimizers", "initializers", "regularizers", "constraints",
+                 "losses", "metrics", "models", "layers")
 _DTYPE_POLICIES = ("DTypePolicy", "FloatDTypePolicy")
 _NUMPY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                  "uint64", "float16", "float32", "float64")
@@ -36,7 +37,8 @@ _MAX_DEPTH = 200  # nesting of a config; deeper is malformed (or a stack-overflo
 def _tables():
     """{category: {class name: class}} of kerasish's public classes (read at call time,
     so classes added to those modules later are found)."""
-    from kerasish import initializers, layers, losses, metrics, models, optimizers
+    from kerasish import (constraints, initializers, layers, losses, metrics, models,
+                          optimizers, regularizers)
     from kerasish.optimizers import schedules
 
     return {
@@ -48,18 +50,22 @@ def _tables():
         "metrics": dict(metrics.CLASSES),
         "optimizers": {c.__name__: c for c in optimizers.ALL.values()},
         "schedules": dict(schedules.ALL),
+        "regularizers": dict(regularizers._CLASSES),
+        "constraints": dict(constraints._CLASSES),
     }
 
 
 def _bases():
-    from kerasish import initializers, losses, metrics, models, optimizers
+    from kerasish import constraints, initializers, losses, metrics, models, optimizers, \
+        regularizers
     from kerasish.layers.layer import Layer
     from kerasish.optimizers import schedules
 
     return (("models", models.Model), ("layers", Layer),
             ("initializers", initializers.Initializer), ("losses", losses.Loss),
             ("metrics", metrics.Metric), ("optimizers", optimizers.Optimizer),
-            ("schedules", schedules.LearningRateSchedule))
+            ("schedules", schedules.LearningRateSchedule),
+            ("regularizers", regularizers.Regularizer), ("constraints", constraints.Constraint))
 
 
 def _category(obj):

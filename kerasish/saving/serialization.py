@@ -157,7 +157,6 @@ _DEFAULT_ONLY_KEYS = {
     "InputLayer": {"optional": False, "sparse": False, "ragged": False},
     "BatchNormalization": {"synchronized": False, "renorm": False, "renorm_clipping": None},
 }
-_INITIALIZER_DEFAULT_ONLY = {"input_axes": None, "output_axes": None}  # Keras 3.15
 
 
 def _fix_layer_config(class_name, config):
@@ -171,13 +170,7 @@ def _fix_layer_config(class_name, config):
             del config[key]
     if class_name == "BatchNormalization" and "renorm" not in config:
         config.pop("renorm_momentum", None)  # meaningless without renorm
-    for key, value in config.items():
-        if isinstance(value, dict) and isinstance(value.get("config"), dict):
-            inner = value["config"]
-            value = dict(value, config={k: v for k, v in inner.items()
-                                        if not (k in _INITIALIZER_DEFAULT_ONLY and v is None)})
-            config[key] = value
-    return config
+    return config  # initializers' input_axes/output_axes None: their from_config drops them
 
 
 def normalize_layer_entry(entry, where):

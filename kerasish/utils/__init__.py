@@ -1,5 +1,6 @@
 """kerasish.utils: to_categorical, normalize, set_random_seed, get_file (ExtractLimits for
-its extract=True), clear_session, pad_sequences, PyDataset/Sequence, split_dataset."""
+its extract=True), clear_session, pad_sequences, PyDataset/Sequence, split_dataset,
+plot_model/model_to_dot."""
 
 import gc
 
@@ -8,6 +9,7 @@ import numpy as np
 from kerasish.random import set_seed as set_random_seed
 from kerasish.utils.dataset_utils import split_dataset
 from kerasish.utils.file_utils import ExtractLimits, get_file
+from kerasish.utils.model_visualization import model_to_dot, plot_model
 from kerasish.utils.numerical_utils import normalize
 from kerasish.utils.py_dataset import PyDataset, Sequence
 from kerasish.utils.sequence_utils import pad_sequences
@@ -38,6 +40,6 @@ def clear_session():
     gc.collect()
 
 
-__all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "normalize",
-           "pad_sequences",
+__all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "model_to_dot",
+           "normalize", "pad_sequences", "plot_model",
            "set_random_seed", "split_dataset", "to_categorical"]

@@ -14,6 +14,8 @@ _ONE = np.float32(1.0)
 _MINUS_TWO = np.float32(-2.0)
 _HALF = np.float32(0.5)
 _TWO_PI = np.float32(2.0 * np.pi)
+_TWO = np.float32(2.0)
+TRUNCATED_TRIES = 16  # redraws of a truncated normal before it settles on the mean
 # cos's Taylor coefficients (-1)^k / (2k)!, k = 0..9: below 1e-8 of truncation on [-pi, pi].
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9 = (
     np.float32((-1) ** k / math.factorial(2 * k)) for k in range(10))
@@ -55,6 +57,30 @@ def _gaussian_fill(out, mean, stddev, key, use_steps, steps):
         out[i] = mean + stddev * normal(key, i)
 
 
+@numba.njit(parallel=True, cache=True)
+def _uniform_fill(out, minval, span, key, use_steps, steps):
+    key = key_from(key, use_steps, steps)
+    for i in numba.prange(out.size):
+        out[i] = minval + span * _hash_uniform(key, i)
+
+
+@numba.njit(cache=True)
+def truncated_normal(key, i):
+    """The first of normal(16 i + k), k < 16, within [-2, 2]; 0 if none is."""
+    for k in range(TRUNCATED_TRIES):
+        n = normal(key, i * TRUNCATED_TRIES + k)
+        if -_TWO <= n <= _TWO:
+            return n
+    return _ZERO
+
+
+@numba.njit(parallel=True, cache=True)
+def _truncated_normal_fill(out, mean, stddev, key, use_steps, steps):
+    key = key_from(key, use_steps, steps)
+    for i in numba.prange(out.size):
+        out[i] = mean + stddev * truncated_normal(key, i)
+
+
 @numba.njit(cache=True)
 def _dropout_mask(mask, rate, keep_scale, key, use_steps, steps):
     key = key_from(key, use_steps, steps)
@@ -89,6 +115,14 @@ def _key_args(key, steps):
 
 def gaussian_fill(out, mean, stddev, key, steps=None):
     _gaussian_fill(_flat(out), mean, stddev, *_key_args(key, steps))
+
+
+def uniform_fill(out, minval, span, key, steps=None):
+    _uniform_fill(_flat(out), minval, span, *_key_args(key, steps))
+
+
+def truncated_normal_fill(out, mean, stddev, key, steps=None):
+    _truncated_normal_fill(_flat(out), mean, stddev, *_key_args(key, steps))
 
 
 def dropout_mask(mask, rate, keep_scale, key, steps=None):

@@ -27,6 +27,15 @@ def _normal(key, i):
     return math.sqrt(float32(-2.0) * math.log(u1)) * _cos_2pi(u2)
 
 
+@device_function
+def _truncated_normal(key, i):
+    for k in range(_cpu.TRUNCATED_TRIES):
+        n = _normal(key, i * _cpu.TRUNCATED_TRIES + k)
+        if float32(-2.0) <= n <= float32(2.0):
+            return n
+    return float32(0.0)
+
+
 # kernels
 
 @kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
@@ -34,6 +43,20 @@ def _gaussian_fill_kernel(out, mean, stddev, key, use_steps, steps):
     key = resolve_key(key, use_steps, steps)
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         out[i] = mean + stddev * _normal(key, i)
+
+
+@kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
+def _uniform_fill_kernel(out, minval, span, key, use_steps, steps):
+    key = resolve_key(key, use_steps, steps)
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = minval + span * _hash_uniform(key, i)
+
+
+@kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
+def _truncated_normal_fill_kernel(out, mean, stddev, key, use_steps, steps):
+    key = resolve_key(key, use_steps, steps)
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = mean + stddev * _truncated_normal(key, i)
 
 
 @kernel(f"void({F32_1D}, float32, float32, uint64, boolean, uint32[::1])")
@@ -73,6 +96,17 @@ def _nsc(a):
 def gaussian_fill(out, mean, stddev, key, steps=None):
     grid, block = _grid(out.size)
     launch(_gaussian_fill_kernel, grid, block, _flat(out), mean, stddev, *steps_args(key, steps))
+
+
+def uniform_fill(out, minval, span, key, steps=None):
+    grid, block = _grid(out.size)
+    launch(_uniform_fill_kernel, grid, block, _flat(out), minval, span, *steps_args(key, steps))
+
+
+def truncated_normal_fill(out, mean, stddev, key, steps=None):
+    grid, block = _grid(out.size)
+    launch(_truncated_normal_fill_kernel, grid, block, _flat(out), mean, stddev,
+           *steps_args(key, steps))
 
 
 def dropout_mask(mask, rate, keep_scale, key, steps=None):

@@ -32,6 +32,7 @@ from kernels_numba.ops import (  # noqa: F401
     normalization,
     optim,
     optim_more,
+    optim_factored,
     permute,
     pointwise_loss,
     pool2d,
@@ -80,4 +81,5 @@ FAMILIES = ("elementwise", "dense", "activation", "conv2d", "pool2d", "normaliza
             "embedding", "conv1d", "merge", "layernorm", "resample", "depthwise",
             "conv_transpose", "noise", "permute", "broadcast", "unary", "reduce", "layout",
             "pointwise_loss", "metric", "norms", "optim_more", "attention", "additive_attention", "augment_color",
-            "augment_geometric", "constraint", "regularize", "rnn_sequence", "conv2d_pool")
+            "augment_geometric", "constraint", "regularize", "rnn_sequence", "conv2d_pool",
+            "optim_factored")

@@ -6,6 +6,10 @@ independent of the launch configuration. Normals come from Box-Muller on the uni
 of indices 2i and 2i+1; the CPU and CUDA draws agree up to the last-ulp rounding of
 float32 log/cos/sqrt (uniforms, and so dropout masks, agree exactly).
 - gaussian_fill(out, mean, stddev): out = mean + stddev * N(0, 1).
+- uniform_fill(out, minval, maxval): out = minval + (maxval - minval) * U[0, 1).
+- truncated_normal_fill(out, mean, stddev): normals redrawn while more than two
+  standard deviations out (keras.random.truncated_normal): attempt k of element i is
+  the normal of counter 16 i + k; after 16 misses (probability 4.6e-2 ** 16) it is mean.
 - dropout_mask(mask, rate): mask = 1/(1-rate) where uniform >= rate, else 0 (exactly
   ops.dropout_forward's mask for the same seed, step and shape).
 - channel_scale(y, x, mask): y[n, ..., c] = x[n, ..., c] * mask[n, c] (SpatialDropout's
@@ -22,7 +26,8 @@ from kernels_numba import _check
 from kernels_numba.dispatch import impl
 from kernels_numba.ops.dropout import key_and_steps
 
-__all__ = ["gaussian_fill", "dropout_mask", "channel_scale"]
+__all__ = ["gaussian_fill", "uniform_fill", "truncated_normal_fill", "dropout_mask",
+           "channel_scale"]
 FAMILY = "noise"
 
 
@@ -46,6 +51,40 @@ def gaussian_fill(out, *, mean=0.0, stddev=1.0, seed, step):
         step: integer >= 0, or a uint32 (2,) steps buffer on out's device.
     """
     op = "gaussian_fill"
+    _check.array(op, "out", out)
+    mean = _finite(op, "mean", mean, lambda v: True, "finite")
+    stddev = _finite(op, "stddev", stddev, lambda v: v >= 0, ">= 0")
+    key, steps = key_and_steps(op, seed, step, out=out)
+    impl(op, FAMILY, out=out)(out, np.float32(mean), np.float32(stddev), key, steps)
+
+
+def uniform_fill(out, *, minval=0.0, maxval=1.0, seed, step):
+    """out = minval + (maxval - minval) * uniform(seed, step, i), uniform in [0, 1).
+
+    Args:
+        out: any shape, float32, output.
+        minval, maxval: finite floats (maxval >= minval).
+        seed: integer (its low 32 bits are used).
+        step: integer >= 0, or a uint32 (2,) steps buffer on out's device.
+    """
+    op = "uniform_fill"
+    _check.array(op, "out", out)
+    minval = _finite(op, "minval", minval, lambda v: True, "finite")
+    maxval = _finite(op, "maxval", maxval, lambda v: v >= minval, f">= minval ({minval})")
+    key, steps = key_and_steps(op, seed, step, out=out)
+    impl(op, FAMILY, out=out)(out, np.float32(minval), np.float32(maxval - minval), key, steps)
+
+
+def truncated_normal_fill(out, *, mean=0.0, stddev=1.0, seed, step):
+    """out = mean + stddev * n, n a normal(seed, step) redrawn while |n| > 2.
+
+    Args:
+        out: any shape, float32, output.
+        mean: finite float. stddev: finite float >= 0.
+        seed: integer (its low 32 bits are used).
+        step: integer >= 0, or a uint32 (2,) steps buffer on out's device.
+    """
+    op = "truncated_normal_fill"
     _check.array(op, "out", out)
     mean = _finite(op, "mean", mean, lambda v: True, "finite")
     stddev = _finite(op, "stddev", stddev, lambda v: v >= 0, ">= 0")

@@ -384,7 +384,7 @@ def adagrad_update(w, g, accumulator, *, lr=None, epsilon=1e-7, weight_decay=Non
        grad=grad_transform(op, w, clipvalue, grad_scale, segments))
 
 
-# Nadam, Adamax, Adadelta, Lion, Ftrl and the gradient norms live in their own family
+# Nadam, Adamax, Adadelta, Lion, Ftrl, Adafactor and the gradient norms live in their own family
 # files (size); they are part of the optimizer ops, so this module exports them too.
 from kernels_numba.ops.norms import *  # noqa: E402,F401,F403
 from kernels_numba.ops.norms import __all__ as _norms_all  # noqa: E402
@@ -392,6 +392,11 @@ from kernels_numba.ops.optim_more import *  # noqa: E402,F401,F403
 from kernels_numba.ops.optim_more import LAYOUTS as _more_layouts  # noqa: E402
 from kernels_numba.ops.optim_more import __all__ as _more_all  # noqa: E402
 
-SCALARS.update(_more_layouts)
+from kernels_numba.ops.optim_factored import *  # noqa: E402,F401,F403
+from kernels_numba.ops.optim_factored import LAYOUTS as _factored_layouts  # noqa: E402
+from kernels_numba.ops.optim_factored import __all__ as _factored_all  # noqa: E402
 
-__all__ = __all__ + list(_norms_all) + list(_more_all)
+SCALARS.update(_more_layouts)
+SCALARS.update(_factored_layouts)
+
+__all__ = __all__ + list(_norms_all) + list(_more_all) + list(_factored_all)

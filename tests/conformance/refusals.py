@@ -1,7 +1,15 @@
-"""Features kerasish refuses by name this round, each with the conformance case that
-shows it: {case name: (feature, a fragment of kerasish's error message)}."""
+"""Expected refusals: cases whose kerasish run must raise an error naming the feature.
+
+REFUSALS = {"<case name>": ("<feature, as the README names it>", "<fragment of kerasish's
+error message>")}; a listed case that starts passing is a harness failure.
+"""
 
 REFUSALS = {
+    # -- E (api_*) --
+    "api_refuse_adafactor_clipping": ("gradient clipping with Adafactor",
+                                      "Adafactor: gradient clipping is not supported"),
+    "api_refuse_random_integers_traced": ("integer keras.random draws inside call()",
+                                          "keras.random.randint inside a traced call()"),
     # model_* (F1, model/training findings)
     "model_compute_loss_two_outputs": (
         "a `compute_loss` override in a model with several outputs",

@@ -280,7 +280,7 @@ def test_noise_shape_dropout_drops_whole_samples():
     np.testing.assert_array_equal(again, y)  # same seed, same mask
     same, _ = _run_dropout(_Dropout(0.5, noise_shape=(None, 1, 1, 1)), x, False)
     np.testing.assert_array_equal(same, x)  # identity at inference
-    assert layer.get_config()["noise_shape"] == [None, 1, 1, 1]
+    assert layer.get_config()["noise_shape"] == (None, 1, 1, 1)  # a tuple, as Keras 3
     with pytest.raises(ValueError, match="does not broadcast"):
         _run_dropout(_Dropout(0.5, noise_shape=(None, 2, 1, 1)), x, True)
 

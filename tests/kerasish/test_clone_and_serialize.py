@@ -214,3 +214,20 @@ def test_register_with_name_deserializes():
     finally:
         registry.pop("pkg>Moved", None)
         registry.pop("pkg>sq", None)
+
+
+def test_regularizers_and_constraints_round_trip_in_keras_form():
+    for obj in (keras.regularizers.L1(0.01), keras.regularizers.L1L2(0.01, 0.02),
+                keras.constraints.MaxNorm(2.0, axis=0), keras.constraints.NonNeg()):
+        config = ser(obj)
+        assert config["module"] in ("keras.regularizers", "keras.constraints")
+        assert config["registered_name"] is None
+        back = deser(config)
+        assert type(back) is type(obj) and back.get_config() == obj.get_config()
+    with pytest.raises(ValueError, match=r"unknown class 'L3' \(module 'keras.regularizers'\)"):
+        deser({"module": "keras.regularizers", "class_name": "L3", "config": {},
+               "registered_name": None})
+    with pytest.raises(ValueError, match="GlorotUniform"):  # a real input_axes is refused
+        deser({"module": "keras.initializers", "class_name": "GlorotUniform",
+               "config": {"seed": None, "input_axes": [0], "output_axes": None},
+               "registered_name": None})

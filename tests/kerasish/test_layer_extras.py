@@ -32,7 +32,8 @@ def _real():
 def _same_config(ours, theirs):
     """The layer-specific keys of both configs (tuples and lists alike)."""
     norm = {k: (list(v) if isinstance(v, tuple) else v) for k, v in theirs.items()}
-    assert {k: ours[k] for k in KEYS if k in norm} == {k: norm[k] for k in KEYS if k in norm}
+    mine = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ours.items()}
+    assert {k: mine[k] for k in KEYS if k in norm} == {k: norm[k] for k in KEYS if k in norm}
     assert set(k for k in KEYS if k in ours) == set(k for k in KEYS if k in norm)
 
 

@@ -137,9 +137,11 @@ def test_strings_resolve_to_keras_classes(name):
     got = losses.get(name)
     if want is not None:
         assert type(got).__name__ == want
-    else:  # a Keras function: same per-sample values
+    else:  # a Keras function, as Keras returns it: same per-sample values
+        assert callable(got) and not isinstance(got, losses.Loss)
         y_true, y_pred = _data("Poisson", n=4, k=3)
-        _close(got.per_sample(y_true, y_pred), theirs(y_true, y_pred), name)
+        _close(got(y_true, y_pred), theirs(y_true, y_pred), name)
+        assert isinstance(losses.resolve(name), losses.Loss)  # what compile(loss=name) runs
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -196,8 +198,25 @@ def test_compiled_losses_evaluate_and_train(loss):
     y = np.eye(3, dtype=np.float32)[r.integers(0, 3, 20)]
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=loss)
-    fn = losses.get(loss)
+    fn = losses.resolve(loss)
     before = model.evaluate(x, y, batch_size=8, verbose=0)
     _close(before, fn(y, model.predict(x, verbose=0)), f"{loss} evaluate")
     model.fit(x, y, batch_size=8, epochs=3, verbose=0)
     assert model.evaluate(x, y, batch_size=8, verbose=0) < before
+
+
+def test_loss_subclass_with_call_on_arrays():
+    from kerasish import ops
+
+    class Scaled(losses.Loss):
+        def call(self, y_true, y_pred):
+            return ops.mean(ops.square(y_true - y_pred), axis=-1) * 2.0
+
+    y_true, y_pred = np.ones((3, 2), np.float32), np.zeros((3, 2), np.float32)
+    assert float(Scaled()(y_true, y_pred)) == 2.0
+    assert float(Scaled(reduction="sum")(y_true, y_pred)) == 6.0
+    assert float(Scaled()(y_true, y_pred, sample_weight=np.array([1.0, 0.0, 0.0]))) == \
+        np.float32(2.0 / 3.0)
+    assert losses.get(None) is None
+    with pytest.raises(ValueError, match="Unknown loss: 'nope'"):
+        losses.get("nope")

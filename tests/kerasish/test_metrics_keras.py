@@ -163,3 +163,50 @@ def test_refusals_name_the_metric():
         metrics.TruePositives(thresholds=1.5)
     with pytest.raises(ValueError, match="k to be an int >= 1"):
         metrics.TopKCategoricalAccuracy(k=0)
+
+
+def test_metric_state_variables_read_like_keras():
+    import kerasish as keras
+    from kerasish import ops
+
+    class MeanOfPred(keras.metrics.Metric):
+        def __init__(self, name="mean_of_pred", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.total = self.add_variable(shape=(), initializer="zeros", name="total")
+            self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.total.assign_add(ops.sum(y_pred))
+            self.count.assign_add(ops.sum(ops.ones_like(y_pred)))  # y_true unused
+
+        def result(self):
+            return self.total / self.count
+
+        def reset_state(self):
+            self.total.assign(0.0)
+            self.count.assign(0.0)
+
+    m = MeanOfPred()
+    m.update_state(np.zeros((2, 1)), np.array([[1.0], [2.0]], np.float32))
+    assert np.shape(m.total.value) == () and float(m.total.value) == 3.0  # NumPy 2: 0-d only
+    assert float(m.result()) == 1.5 and float(m.count) == 2.0
+    assert float(2.0 * m.total - 1.0) == 5.0 and np.asarray(m.total).shape == ()
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    model.compile("sgd", "mse", metrics=[MeanOfPred()])
+    logs = model.evaluate(np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32), verbose=0,
+                          return_dict=True)
+    assert logs["mean_of_pred"] == 2.0
+
+
+def test_loss_named_metrics_resolve_and_refuse():
+    from kerasish import metrics as km
+
+    assert type(km.get("kl_divergence")).__name__ == "KLDivergence"
+    assert type(km.get("mape")).__name__ == "MeanAbsolutePercentageError"
+    assert km.get("log_cosh_error").name == "logcosh"
+    assert km.CosineSimilarity().direction == "up" and km.Poisson().direction == "down"
+    assert km.SparseCategoricalCrossentropy().sparse
+    with pytest.raises(ValueError, match="SparseCategoricalCrossentropy: unsupported arguments"):
+        km.SparseCategoricalCrossentropy(ignore_class=0)
+    with pytest.raises(ValueError, match="does not match"):
+        km.Poisson().update_state(np.zeros((2, 3)), np.zeros((2, 4)))

@@ -210,7 +210,7 @@ def test_configs_cross_with_keras_both_ways():
     back = L.Dense.from_config(k.get_config())
     for key in ("kernel_regularizer", "kernel_constraint", "activity_regularizer"):
         assert back.get_config()[key] == k.get_config()[key], key
-    assert "bias_regularizer" not in back.get_config()  # None in Keras's: left out
+    assert back.get_config()["bias_regularizer"] is None  # written as None, as Keras does
     conv = keras.layers.Conv2D(2, 3, kernel_constraint=keras.constraints.UnitNorm([0, 1, 2]))
     model = keras.Sequential([keras.Input((5, 5, 1)), conv])
     loaded = kerasish.models.model_from_json(model.to_json())
@@ -218,9 +218,12 @@ def test_configs_cross_with_keras_both_ways():
     assert isinstance(kc, C.UnitNorm) and kc.axis == [0, 1, 2]
 
 
-def test_layers_without_rules_write_no_rule_keys():
-    config = L.Dense(2).get_config()
-    assert not any(k.endswith(("_regularizer", "_constraint")) for k in config)
+def test_layers_without_rules_write_keras_none_rule_keys():
+    config = L.Dense(2).get_config()  # Keras's Dense writes its four rule keys as None
+    rules = {k: v for k, v in config.items() if k.endswith(("_regularizer", "_constraint"))}
+    assert rules == {f"{w}_{kind}": None for w in ("kernel", "bias")
+                     for kind in ("regularizer", "constraint")}
+    assert not any(k.endswith(("_regularizer", "_constraint")) for k in L.Flatten().get_config())
 
 
 def test_penalty_ops_give_keras_losses_and_gradients(device):

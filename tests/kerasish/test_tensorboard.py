@@ -42,10 +42,15 @@ def _plugin(run_dir, plugin):
     return sorted(acc.PluginTagToContent(plugin))
 
 
-def test_missing_package_is_refused_with_install_hint(monkeypatch):
+def test_missing_package_is_refused_with_install_hint_at_the_first_write(monkeypatch,
+                                                                          tmp_path):
     monkeypatch.setitem(sys.modules, "tensorboard.summary.writer.event_file_writer", None)
+    tb = keras.callbacks.TensorBoard(str(tmp_path / "logs"))  # constructs, as Keras's does
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
     with pytest.raises(ImportError, match=r"pip install tensorboard.*\[tensorboard\]"):
-        keras.callbacks.TensorBoard("logs")
+        model.fit(np.zeros((4, 2), np.float32), np.zeros((4, 1), np.float32), verbose=0,
+                  callbacks=[tb])
 
 
 def test_scalars_equal_history_and_batch_logs(tmp_path):

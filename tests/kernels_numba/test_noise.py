@@ -74,3 +74,49 @@ def test_steps_buffer_gives_the_by_value_draws(device):
     np.testing.assert_array_equal(host(mask), want_mask)
     with pytest.raises(ValueError, match=r"gaussian_fill: expected step.shape == \(2,\)"):
         ops.gaussian_fill(np.zeros(3, np.float32), seed=1, step=np.zeros(3, np.uint32))
+
+
+def test_uniform_fill_range_moments_and_reproducible(device):
+    out = on(device, np.zeros(20001, np.float32))
+    ops.uniform_fill(out, minval=-1.0, maxval=3.0, seed=5, step=1)
+    a = host(out)
+    assert a.min() >= -1.0 and a.max() < 3.0
+    # float64 reference of U(-1, 3): mean 1, variance 16/12
+    assert abs(a.mean() - 1.0) < 0.03 and abs(a.var() - 16.0 / 12.0) < 0.03
+    ops.uniform_fill(out, minval=-1.0, maxval=3.0, seed=5, step=1)
+    np.testing.assert_array_equal(host(out), a)
+    ops.uniform_fill(out, minval=-1.0, maxval=3.0, seed=5, step=2)
+    assert not np.array_equal(host(out), a)
+    # the uniforms are dropout's: kept where u >= rate, so mask > 0 <=> (a + 1) / 4 >= 0.3
+    mask = np.zeros(20001, np.float32)
+    ops.dropout_mask(mask, rate=0.3, seed=5, step=1)
+    u = (a.astype(np.float64) + 1.0) / 4.0
+    sure = np.abs(u - 0.3) > 1e-6
+    np.testing.assert_array_equal((mask > 0)[sure], (u >= 0.3)[sure])
+    cpu = np.zeros(20001, np.float32)
+    ops.uniform_fill(cpu, minval=-1.0, maxval=3.0, seed=5, step=1)
+    np.testing.assert_array_equal(a, cpu)
+
+
+def test_truncated_normal_fill_bounds_moments(device):
+    out = on(device, np.zeros(20001, np.float32))
+    ops.truncated_normal_fill(out, mean=0.5, stddev=2.0, seed=3, step=0)
+    a = host(out).astype(np.float64)
+    assert np.isfinite(a).all() and np.abs(a - 0.5).max() <= 4.0 + 1e-5
+    # float64 reference: a standard normal truncated to [-2, 2] has std 0.8796
+    assert abs(a.mean() - 0.5) < 0.04 and abs(a.std() / 2.0 - 0.8796) < 0.02
+    cpu = np.zeros(20001, np.float32)
+    ops.truncated_normal_fill(cpu, mean=0.5, stddev=2.0, seed=3, step=0)
+    assert_close(host(out), cpu, rtol=1e-5, atol=1e-5, what="device vs CPU")
+    # the accepted draw of element i is the first in-range normal of counters 16 i + k
+    normals = np.zeros(16 * 20, np.float32)
+    ops.gaussian_fill(normals, seed=3, step=0)
+    want = [next((n for n in normals[16 * i:16 * i + 16] if abs(n) <= 2), 0.0) for i in range(20)]
+    assert_close(cpu[:20], 0.5 + 2.0 * np.array(want), rtol=1e-6, atol=1e-6, what="first 20")
+
+
+def test_uniform_and_truncated_errors_name_the_op():
+    with pytest.raises(ValueError, match=r"uniform_fill: expected maxval >= minval"):
+        ops.uniform_fill(np.zeros(3, np.float32), minval=1.0, maxval=0.0, seed=0, step=0)
+    with pytest.raises(ValueError, match="truncated_normal_fill: expected stddev >= 0"):
+        ops.truncated_normal_fill(np.zeros(3, np.float32), stddev=-1.0, seed=0, step=0)

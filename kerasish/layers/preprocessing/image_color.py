@@ -5,7 +5,8 @@ the identity at inference."""
 
 import numpy as np
 
-from kerasish.layers.preprocessing.base import RandomImageLayer, ac, factor_pair, is_number
+from kerasish.layers.preprocessing.base import (RandomImageLayer, ac, check_data_format,
+                                               factor_pair, is_number)
 
 
 def _value_range(layer, value_range, sort):
@@ -21,8 +22,9 @@ class RandomBrightness(RandomImageLayer):
     """Adds U(factor) * (high - low) to every pixel of each image, clipped to
     value_range = (low, high). factor f means (-f, f); -1 gives black, 1 white."""
 
-    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+    def __init__(self, factor, value_range=(0, 255), seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, **kwargs)
+        check_data_format("RandomBrightness", data_format)
         self.factor = factor_pair("RandomBrightness", "factor", factor, (-1, 1))
         self.value_range = _value_range("RandomBrightness", value_range, sort=True)
 
@@ -42,7 +44,8 @@ class RandomBrightness(RandomImageLayer):
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor,
-                "value_range": list(self.value_range), "seed": self.seed}
+                "value_range": list(self.value_range), "seed": self.seed,
+                "data_format": "channels_last"}
 
 
 class RandomContrast(RandomImageLayer):
@@ -50,8 +53,9 @@ class RandomContrast(RandomImageLayer):
     to value_range. As in Keras 3, a number f means (lower, upper) = (0, f): contrast only
     grows; a pair (lower, upper) in [0, 1] reaches both ways."""
 
-    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+    def __init__(self, factor, value_range=(0, 255), seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, **kwargs)
+        check_data_format("RandomContrast", data_format)
         self.factor = factor_pair("RandomContrast", "factor", factor, (0, 1))
         self.value_range = _value_range("RandomContrast", value_range, sort=False)
         if self.value_range[0] > self.value_range[1]:
@@ -76,4 +80,5 @@ class RandomContrast(RandomImageLayer):
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor,
-                "value_range": list(self.value_range), "seed": self.seed}
+                "value_range": tuple(self.value_range), "seed": self.seed,
+                "data_format": "channels_last"}

@@ -1,4 +1,4 @@
-"""One seed for everything random: initializers, shuffling and dropout masks."""
+"""The global seed behind everything random: initializers, shuffling, dropout masks."""
 
 import random as _pyrandom
 
