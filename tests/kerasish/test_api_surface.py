@@ -32,6 +32,8 @@ def test_backend_name():
 
 def test_plot_model_without_pydot_raises_keras_import_error(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pydot", None)
+    # outside IPython (an earlier test may have imported it): Keras prints there instead
+    monkeypatch.delitem(sys.modules, "IPython.core.magics.namespace", raising=False)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     with pytest.raises(ImportError, match=r"You must install pydot \(`pip install pydot`\)"):
         keras.utils.plot_model(model, to_file=str(tmp_path / "m.png"))
