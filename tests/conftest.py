@@ -16,6 +16,12 @@ import pytest
 
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
+# The auto-tuner's cache (kernels_numba/autotune.py) in a folder of this run's own, so a
+# test run neither reads the user's choices nor writes its own into ~/.cache/kerasish.
+if "KERASISH_AUTOTUNE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["KERASISH_AUTOTUNE_DIR"] = tempfile.mkdtemp(prefix="kerasish-autotune-")
 
 from kernels_numba import cuda_available  # noqa: E402
 
