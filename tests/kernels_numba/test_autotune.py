@@ -282,3 +282,48 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
     for w_fixed, w_tuned in zip(fixed, tuned):
         assert np.isfinite(w_tuned).all()
         assert_close(w_tuned, w_fixed, rtol=1e-4, atol=1e-5, what="weights tuned vs fixed")
+
+
+# ---- the convolution algorithm (kernels_numba/cpu/conv2d.py): grouped pass or separate
+
+def _conv_case():
+    from kernels_numba import ops
+
+    x, w, b = randn((9, 14, 13, 5), seed=1), randn((3, 3, 5, 6), seed=2), randn((6,), seed=3)
+    y_shape = ops.conv2d_output_shape(x.shape, w.shape)
+    ws = np.full(ops.conv2d_workspace_shape(x.shape, w.shape), np.nan, np.float32)
+    return x, w, b, y_shape, ws
+
+
+@needs_sgemm
+@pytest.mark.parametrize("pick", ["grouped", "separate"])
+def test_conv_variants_on_scratch_and_equal(monkeypatch, pick):
+    from kernels_numba.cpu import conv2d
+
+    x, w, b, y_shape, ws = _conv_case()
+    decided = []
+
+    def fake(cands, fixed, allowed):
+        decided.append(sorted(cands))
+        return pick if "grouped" in cands else fixed
+
+    monkeypatch.setattr(autotune, "_time_candidates", fake)
+    y = np.full(y_shape, 7.0, np.float32)
+    call = conv2d.conv2d_forward.bind(y, x, w, b, ws, activation="relu")
+    assert ["grouped", "separate"] in decided
+    assert (y == 7.0).all() and np.isnan(ws).all()  # tuning touched no caller's buffer
+    call()
+    dy = randn(y_shape, seed=4)
+    dx = np.full(x.shape, 7.0, np.float32)
+    back = conv2d.conv2d_backward_data.bind(dx, dy, w, ws)
+    assert (dx == 7.0).all()
+    back()
+    autotune.set_enabled(False)  # the fixed choice: grouped, as before the tuner
+    y_fixed, dx_fixed = np.empty(y_shape, np.float32), np.empty(x.shape, np.float32)
+    conv2d.conv2d_forward(y_fixed, x, w, b, ws.copy(), activation="relu")
+    conv2d.conv2d_backward_data(dx_fixed, dy, w, ws.copy())
+    assert_close(y, y_fixed, rtol=1e-5, atol=1e-5, what=f"conv forward {pick}")
+    assert_close(dx, dx_fixed, rtol=1e-5, atol=1e-5, what=f"conv backward-data {pick}")
+    rec = autotune.choices()
+    assert set(rec["cpu.conv2d_forward"].values()) == {pick}
+    assert set(rec["cpu.conv2d_backward_data"].values()) == {pick}
