@@ -193,6 +193,31 @@ def choices():
         return {op: dict(keys) for op, keys in _state["choices"].items()}
 
 
+def recorded(op, key):
+    """The choice recorded for `op` at `key`, or None (always None with tuning off)."""
+    if not enabled():
+        return None
+    with _lock:
+        if _state["choices"] is None:
+            _state["choices"] = _load()
+        return _state["choices"].get(op, {}).get(key)
+
+
+def pending(op, key):
+    """Whether decide(op, key, ...) would time candidates now: on, nothing recorded, budget
+    left (callers make their scratch buffers and candidates only then)."""
+    if not enabled():
+        return False
+    with _lock:
+        if _state["active"]:
+            return False
+        if _state["choices"] is None:
+            _state["choices"] = _load()
+        if key in _state["choices"].get(op, {}):
+            return False
+        return _state["spent"] < budget()[0]
+
+
 def decide(op, key, candidates, fixed):
     """The name of the implementation to use for `op` at `key` (its shapes, dtype, threads):
     the recorded choice, else the fastest of `candidates` timed now within budget, else

@@ -149,6 +149,11 @@ def _tuned(op, out, workspace, shapes, grouped, separate):
     key = (f"x{'x'.join(map(str, x.shape))}|w{'x'.join(map(str, w.shape))}|"
            f"g{'x'.join(map(str, geom))}|{activation}|bias{int(bias)}|"
            f"threads{numba.get_num_threads()}")
+    known = autotune.recorded(op, key)
+    if known in ("grouped", "separate"):
+        return known == "grouped"
+    if not autotune.pending(op, key):
+        return True
     out_s, ws_s = np.zeros_like(out), np.zeros_like(workspace)
     variants = {"grouped": grouped(out_s, ws_s), "separate": separate(out_s, ws_s)}
     return autotune.decide(op, key, variants, "grouped") == "grouped"

@@ -193,7 +193,7 @@ def gemm_calls(c, a, b, *, accumulate=False):
     if m * n * k >= TUNE_MIN_MACS:
         candidates = _candidates(m, n, k, threads, fixed)
         if len(candidates) > 1:
-            choice = _tune(c, a, b, accumulate, op_a, op_b, threads, fixed, candidates)
+            choice = _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, candidates)
     return _calls(choice, c, a, b, accumulate, op_a, op_b, threads)
 
 
@@ -224,19 +224,37 @@ def _candidates(m, n, k, threads, fixed):
     splits = ["single"]
     if threads >= 2:
         splits += [s for s, size in (("rows", m), ("columns", n), ("reduction", k)) if size >= 2]
-    sgemms = [_own_sgemm()]
-    if (TILES and not os.environ.get(sgemm_tiles.MODE_VAR)
-            and _blas.sgemm_int_bits() == 64):
-        sgemms.append("openblas")
-    names = [f"{s}/{g}" for g in sgemms for s in splits]
+    names = [f"{s}/{g}" for g in sgemm_names() for s in splits]
     return names if fixed in names else [fixed]
 
 
-def _tune(c, a, b, accumulate, op_a, op_b, threads, fixed, names):
+def sgemm_names():
+    """The single-threaded sgemms the tuner may choose among: ours first (the fixed one),
+    then OpenBLAS where our tiles run, KERNELS_NUMBA_GEMM pins neither and both take
+    64-bit ints (one compiled caller for both)."""
+    names = [_own_sgemm()]
+    if TILES and not os.environ.get(sgemm_tiles.MODE_VAR) and _blas.sgemm_int_bits() == 64:
+        names.append("openblas")
+    return names
+
+
+def sgemm_address_of(name):
+    """The address of sgemm `name` (one of sgemm_names())."""
+    return sgemm_tiles.sgemm.address if name == "tiles" else _OPENBLAS_ADDRESS
+
+
+def _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, names):
+    """The recorded choice for this product, else the tuner's (timed on a scratch C), else
+    `fixed`: a lookup when decided (an eager gemm comes here at every call)."""
     from kernels_numba import autotune, first_use
 
     key = (f"{c.shape[0]}x{c.shape[1]}x{a.shape[1]}|{'NT'[op_a[0] != NO_TRANS]}"
            f"{'NT'[op_b[0] != NO_TRANS]}|{'acc' if accumulate else 'set'}|threads{threads}")
+    known = autotune.recorded("cpu.gemm", key)
+    if known in names:
+        return known
+    if not autotune.pending("cpu.gemm", key):
+        return fixed
     scratch = np.zeros(c.shape, np.float32)  # candidates never write the caller's c
     candidates = {}
     for name in names:
@@ -258,7 +276,7 @@ def _calls(choice, c, a, b, accumulate, op_a, op_b, threads):
         fn = sgemm_tiles.sgemm.function if tiles else _SGEMM
         return [Bound(fn, (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda,
                            b_ptr, ldb, beta, c_ptr, ldc), (a, b, c))]
-    address = sgemm_tiles.sgemm.address if tiles else _OPENBLAS_ADDRESS
+    address = sgemm_address_of(sgemm)
     if split == "reduction":
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)

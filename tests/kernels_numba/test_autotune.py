@@ -327,3 +327,51 @@ def test_conv_variants_on_scratch_and_equal(monkeypatch, pick):
     rec = autotune.choices()
     assert set(rec["cpu.conv2d_forward"].values()) == {pick}
     assert set(rec["cpu.conv2d_backward_data"].values()) == {pick}
+
+
+# ---- the recurrent sgemm (kernels_numba/cpu/rnn_sequence.py)
+
+@needs_sgemm
+@pytest.mark.skipif(len(gemm_module.sgemm_names()) < 2, reason="one sgemm on this machine")
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_recurrent_sgemm_choice(monkeypatch, cell):
+    from kernels_numba import ops
+
+    n, t, u = 16, 5, 24
+    g = (4 if cell == "lstm" else 3) * u
+    gates0, r = randn((t, n, g), 1), randn((u, g), 2) * 0.5
+    h0 = np.zeros((t + 1, n, u), np.float32)
+    h0[0] = randn((n, u), 3)
+
+    def run():
+        h, gates = h0.copy(), gates0.copy()
+        c = np.zeros_like(h) if cell == "lstm" else None
+        inner = np.zeros_like(gates) if cell == "gru" else None
+        ops.rnn_sequence_forward(h, gates, r, c=c, inner=inner, cell=cell)
+        dh = randn((n, u), 4)
+        ops.rnn_sequence_backward(gates, dh, h, r, c=c, inner=inner, cell=cell,
+                                  dc=None if c is None else np.zeros((n, u), np.float32))
+        return h, gates, dh
+
+    autotune.set_enabled(False)
+    fixed = run()
+    autotune.set_enabled(True)
+    picked = []
+
+    def fake(cands, fixed_name, allowed):
+        if "openblas" in cands:
+            picked.append(fixed_name)
+            return "openblas"
+        return fixed_name
+
+    monkeypatch.setattr(autotune, "_time_candidates", fake)
+    tuned = run()
+    assert picked == ["tiles"]  # timed once, at the first call
+    assert list(autotune.choices()["cpu.rnn_sequence"].values()) == ["openblas"]
+    for a, b in zip(tuned, fixed):
+        assert np.isfinite(a).all()
+        assert_close(a, b, rtol=1e-4, atol=1e-5, what=f"{cell} tuned vs fixed")
+    again = run()
+    assert picked == ["tiles"]  # recorded: not timed again
+    for a, b in zip(again, tuned):
+        assert np.array_equal(a, b)  # deterministic for a given choice
