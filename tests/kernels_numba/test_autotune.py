@@ -14,7 +14,8 @@ from kernels_numba.testing import assert_close, randn
 
 
 @pytest.fixture(autouse=True)
-def fresh(tmp_path):
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv(autotune.ENV, "1")  # the suite runs with it off (tests/conftest.py)
     autotune.reset(tmp_path)
     yield tmp_path
     autotune.reset()
