@@ -46,7 +46,7 @@ ENV, ENV_BUDGET, ENV_DIR = "KERASISH_AUTOTUNE", "KERASISH_AUTOTUNE_BUDGET", "KER
 
 _lock = threading.RLock()
 _state = {"enabled": None, "total": None, "decision": DECISION_BUDGET_S, "spent": 0.0,
-          "choices": None, "dir": None, "error": "", "timer": time.perf_counter,
+          "choices": None, "session": {}, "dir": None, "error": "", "timer": time.perf_counter,
           "machine": None, "active": False}
 
 
@@ -109,7 +109,7 @@ def reset(directory=None):
     the cache lives from now on (None: KERASISH_AUTOTUNE_DIR or ~/.cache/kerasish)."""
     with _lock:
         _state.update(enabled=None, total=None, decision=DECISION_BUDGET_S, spent=0.0,
-                      choices=None, dir=directory, error="", timer=time.perf_counter,
+                      choices=None, session={}, dir=directory, error="", timer=time.perf_counter,
                       active=False)
 
 
@@ -198,9 +198,14 @@ def recorded(op, key):
     if not enabled():
         return None
     with _lock:
-        if _state["choices"] is None:
-            _state["choices"] = _load()
-        return _state["choices"].get(op, {}).get(key)
+        return _recorded(op, key)
+
+
+def _recorded(op, key):
+    if _state["choices"] is None:
+        _state["choices"] = _load()
+    found = _state["choices"].get(op, {}).get(key)
+    return found if found is not None else _state["session"].get(op, {}).get(key)
 
 
 def pending(op, key):
@@ -211,9 +216,7 @@ def pending(op, key):
     with _lock:
         if _state["active"]:
             return False
-        if _state["choices"] is None:
-            _state["choices"] = _load()
-        if key in _state["choices"].get(op, {}):
+        if _recorded(op, key) is not None:
             return False
         return _state["spent"] < budget()[0]
 
@@ -232,7 +235,7 @@ def decide(op, key, candidates, fixed):
             return fixed
         if _state["choices"] is None:
             _state["choices"] = _load()
-        known = _state["choices"].get(op, {}).get(key)
+        known = _recorded(op, key)
         if known in candidates:
             return known
         total, per = budget()
@@ -240,37 +243,51 @@ def decide(op, key, candidates, fixed):
             return fixed
         _state["active"] = True
         try:
-            best = _time_candidates(candidates, fixed, min(per, total - _state["spent"]))
+            timed = _time_candidates(candidates, fixed, min(per, total - _state["spent"]))
         finally:
             _state["active"] = False
-        if best is None:
-            return fixed
-        _state["choices"].setdefault(op, {})[key] = best
+        if timed is None or not timed[1]:
+            # over budget: this process keeps the best of what it timed (or the fixed
+            # choice) without timing it again; the file does not, so a later one tunes it
+            best = fixed if timed is None else timed[0]
+            _state["session"].setdefault(op, {})[key] = best
+            return best
+        _state["choices"].setdefault(op, {})[key] = timed[0]
         _save()
-        return best
+        return timed[0]
 
 
 def _time_candidates(candidates, fixed, allowed):
-    """The fastest candidate's name, or None when the time `allowed` ran out first."""
+    """(the fastest candidate's name, whether every candidate was timed), or None when
+    the time `allowed` ran out before the fixed one and another were timed. The fixed
+    candidate runs first: a warm-up (not counted), then REPEATS timed runs; each other
+    candidate REPEATS timed runs (their best counts, so a cold first run does not), or two
+    when those are already twice the best so far."""
     timer = _state["timer"]
     used, times = 0.0, {}
     order = [fixed] + [name for name in candidates if name != fixed]
     for name in order:
         run = candidates[name]
-        best = None
-        for i in range(REPEATS + 1):
+        warm_up = name == fixed  # the fixed choice's warm-up is the op's own first run
+        for i in range(REPEATS + warm_up):
             t0 = timer()
             run()
             elapsed = timer() - t0
-            if i or name != fixed:  # the fixed choice's warm-up is the op's own first run
-                used += elapsed
-                _state["spent"] += elapsed
-            if i:
-                best = elapsed if best is None else min(best, elapsed)
+            if warm_up and i == 0:
+                continue
+            used += elapsed
+            _state["spent"] += elapsed
+            times[name] = min(times.get(name, elapsed), elapsed)
             if used > allowed:
-                return None
-            if best is not None and times and best > 2 * min(times.values()):
-                break  # twice the best so far: it loses, stop spending budget on it
-        times[name] = best
+                if fixed not in times or len(times) < 2:
+                    return None
+                return _fastest(times, fixed), False
+            others = [t for n, t in times.items() if n != name]
+            if i - warm_up >= 1 and others and times[name] > 2 * min(others):
+                break  # it loses: stop spending budget on it
+    return _fastest(times, fixed), True
+
+
+def _fastest(times, fixed):
     fastest = min(times, key=times.get)
     return fastest if times[fastest] < MARGIN * times[fixed] else fixed

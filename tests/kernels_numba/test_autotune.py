@@ -115,6 +115,19 @@ def test_slow_candidate_stops_tuning_within_decision_budget():
     assert calls.count("slow") == 1 and "fast" not in calls  # stopped at the first slow run
     assert autotune.spent() <= 0.25 + 5.0 + 4 * 0.001
     assert autotune.choices() == {}  # abandoned: not recorded (a later process may tune it)
+    calls.clear()  # but this process does not try it again
+    assert autotune.decide("op", "k", candidates, "fixed") == "fixed" and calls == []
+
+
+def test_over_budget_keeps_best_timed_in_this_process_only():
+    clock = Clock()
+    autotune.set_timer(clock)
+    autotune.set_budget(total_s=10.0, per_decision_s=0.1)
+    candidates, calls = fake_candidates(clock, {"fixed": 0.01, "fast": 0.001, "slow": 1.0})
+    assert autotune.decide("op", "k", candidates, "fixed") == "fast"
+    assert calls.count("slow") == 1  # stopped there
+    assert autotune.choices() == {} and not autotune.cache_path().exists()
+    assert autotune.recorded("op", "k") == "fast" and not autotune.pending("op", "k")
 
 
 def test_total_budget_spent_then_fixed_without_timing():
@@ -122,8 +135,8 @@ def test_total_budget_spent_then_fixed_without_timing():
     autotune.set_timer(clock)
     autotune.set_budget(total_s=0.05, per_decision_s=1.0)
     candidates, calls = fake_candidates(clock, {"fixed": 0.01, "b": 0.004})
-    assert autotune.decide("op", "k1", candidates, "fixed") == "b"  # 3*0.01 + 4*0.004 spent
-    assert autotune.spent() == pytest.approx(0.046)
+    assert autotune.decide("op", "k1", candidates, "fixed") == "b"  # 3*0.01 + 3*0.004 spent
+    assert autotune.spent() == pytest.approx(0.042)
     calls.clear()
     assert autotune.decide("op", "k2", candidates, "fixed") == "fixed"  # over the total
     assert autotune.spent() <= 0.05 + 0.01 + 1e-9 and calls.count("b") == 0
@@ -231,7 +244,7 @@ def test_gemm_off_is_fixed_choice_bit_for_bit(monkeypatch):
     seen = []
     monkeypatch.setattr(autotune, "_time_candidates",
                         lambda cands, fixed, allowed: seen.append(fixed) or
-                        next(n for n in cands if n.startswith("rows")))
+                        (next(n for n in cands if n.startswith("rows")), True))
     monkeypatch.setattr(gemm_module.numba, "get_num_threads", lambda: 2)
     tuned = np.empty((9, 32), np.float32)
     gemm_module.gemm(tuned, a, b)
@@ -273,7 +286,7 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
 
     def not_fixed(cands, fixed_name, allowed):  # a fake timing: anything but the fixed choice
         chosen.append(next(n for n in cands if n != fixed_name))
-        return chosen[-1]
+        return chosen[-1], True
 
     monkeypatch.setattr(autotune, "_time_candidates", not_fixed)
     monkeypatch.setattr(gemm_module, "TUNE_MIN_MACS", 1)
@@ -306,7 +319,7 @@ def test_conv_variants_on_scratch_and_equal(monkeypatch, pick):
 
     def fake(cands, fixed, allowed):
         decided.append(sorted(cands))
-        return pick if "grouped" in cands else fixed
+        return (pick if "grouped" in cands else fixed), True
 
     monkeypatch.setattr(autotune, "_time_candidates", fake)
     y = np.full(y_shape, 7.0, np.float32)
@@ -362,8 +375,8 @@ def test_recurrent_sgemm_choice(monkeypatch, cell):
     def fake(cands, fixed_name, allowed):
         if "openblas" in cands:
             picked.append(fixed_name)
-            return "openblas"
-        return fixed_name
+            return "openblas", True
+        return fixed_name, True
 
     monkeypatch.setattr(autotune, "_time_candidates", fake)
     tuned = run()
