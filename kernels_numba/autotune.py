@@ -14,8 +14,11 @@ today's fixed choices, bit for bit.
 
 Budget: TOTAL_BUDGET_S (2 s) of tuning per process and DECISION_BUDGET_S (0.25 s) per
 decision, both settable (`set_budget`, KERASISH_AUTOTUNE_BUDGET=seconds). A decision that
-runs past either is abandoned (the fixed choice, not recorded); once the total is spent
-every later decision is the fixed one. The fixed candidate's first (warm-up) run is not
+runs past either is cut short: this process uses the best of what it timed (or the fixed
+choice), not recorded; once the total is spent every later decision is the fixed one. A
+decision timed while the load average exceeds twice the cores is kept in this process
+only, too (timings then measure the other processes). A candidate's run in progress is
+never interrupted: a decision can overrun its budget by one run. The fixed candidate's first (warm-up) run is not
 counted: it is work (compiles, first touches) the op does anyway.
 
 Cache: one JSON per machine, `<dir>/tune-<hash of the machine key>.json`, dir =
@@ -246,15 +249,30 @@ def decide(op, key, candidates, fixed):
             timed = _time_candidates(candidates, fixed, min(per, total - _state["spent"]))
         finally:
             _state["active"] = False
-        if timed is None or not timed[1]:
-            # over budget: this process keeps the best of what it timed (or the fixed
-            # choice) without timing it again; the file does not, so a later one tunes it
+        if timed is None or not timed[1] or _loaded():
+            # over budget, or timed on a machine busy with other work: this process keeps
+            # the best of what it timed (or the fixed choice) without timing it again; the
+            # file does not, so a later process tunes it
             best = fixed if timed is None else timed[0]
             _state["session"].setdefault(op, {})[key] = best
             return best
         _state["choices"].setdefault(op, {})[key] = timed[0]
         _save()
         return timed[0]
+
+
+def _loaded():
+    """Whether the machine runs more than twice as many tasks as it has cores (the 1-minute
+    load average): timings then measure the contention (a parallel region waits tens of ms
+    for a core another process holds, so a one-thread product wins), not the machine."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] > 2 * cores
+    except (AttributeError, OSError):
+        return False
 
 
 def _time_candidates(candidates, fixed, allowed):

@@ -17,6 +17,7 @@ from kernels_numba.testing import assert_close, randn
 def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv(autotune.ENV, "1")  # the suite runs with it off (tests/conftest.py)
     autotune.reset(tmp_path)
+    monkeypatch.setattr(autotune, "_loaded", lambda: False)  # this machine's load aside
     yield tmp_path
     autotune.reset()
 
@@ -389,3 +390,14 @@ def test_recurrent_sgemm_choice(monkeypatch, cell):
     assert picked == ["tiles"]  # recorded: not timed again
     for a, b in zip(again, tuned):
         assert np.array_equal(a, b)  # deterministic for a given choice
+
+
+def test_choice_timed_under_load_kept_in_process_only(monkeypatch):
+    monkeypatch.setattr(autotune, "_loaded", lambda: True)
+    clock = Clock()
+    autotune.set_timer(clock)
+    candidates, calls = fake_candidates(clock, {"a": 0.01, "b": 0.001})
+    assert autotune.decide("op", "k", candidates, "a") == "b"
+    assert not autotune.cache_path().exists() and autotune.choices() == {}
+    calls.clear()
+    assert autotune.decide("op", "k", candidates, "a") == "b" and calls == []
