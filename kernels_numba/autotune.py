@@ -5,8 +5,11 @@ given shapes, time each real implementation that can run it and keep the fastest
 a zero-argument callable running that implementation once on scratch outputs (never on
 the caller's arrays), `fixed` names the choice kernels_numba made before the tuner (the
 one used when tuning is off, over budget, or failed). Callers decide at plan build /
-bind time (kernels_numba/cpu/gemm.py's gemm_calls, cpu/conv2d.py's forward): a replayed
-launch plan repeats the chosen calls and never comes back here.
+bind time (kernels_numba/cpu/gemm.py's gemm_calls, cpu/conv2d.py's forward and
+backward-data) or at a shape's first call (cpu/rnn_sequence.py's forward; its backward
+reads the choice with `recorded`): a replayed launch plan repeats the chosen calls and
+never comes back here; `recorded` / `pending` let a caller skip building scratch
+candidates once a shape is decided.
 
 Switch: `set_enabled(True|False)` (kerasish.config.set_autotune), else the environment
 variable KERASISH_AUTOTUNE=0|1; on by default. Off returns `fixed` for every decision:
@@ -17,9 +20,9 @@ decision, both settable (`set_budget`, KERASISH_AUTOTUNE_BUDGET=seconds). A deci
 runs past either is cut short: this process uses the best of what it timed (or the fixed
 choice), not recorded; once the total is spent every later decision is the fixed one. A
 decision timed while the load average exceeds twice the cores is kept in this process
-only, too (timings then measure the other processes). A candidate's run in progress is
-never interrupted: a decision can overrun its budget by one run. The fixed candidate's first (warm-up) run is not
-counted: it is work (compiles, first touches) the op does anyway.
+only, too (timings then measure the other processes). A run in progress is never
+interrupted: a decision can overrun its budget by one run. The fixed candidate's first
+(warm-up) run is not counted: it is work (compiles, first touches) the op does anyway.
 
 Cache: one JSON per machine, `<dir>/tune-<hash of the machine key>.json`, dir =
 KERASISH_AUTOTUNE_DIR or ~/.cache/kerasish; the machine key (CPU model + the ISA numba
@@ -119,8 +122,8 @@ def reset(directory=None):
 def machine_key():
     """CPU model + the ISA numba compiles for: what a choice is valid for."""
     if _state["machine"] is None:
-        import numba
         import llvmlite.binding as llvm
+        import numba
 
         features = numba.config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
         wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512bf16", "amx-tile",
@@ -164,7 +167,7 @@ def _load():
                 and data.get("machine") == machine_key() and isinstance(data.get("choices"), dict)):
             return {op: {str(k): v for k, v in keys.items() if isinstance(v, str)}
                     for op, keys in data["choices"].items() if isinstance(keys, dict)}
-    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         pass
     return {}
 

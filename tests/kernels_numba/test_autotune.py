@@ -78,7 +78,8 @@ def test_corrupted_cache_ignored_and_rewritten():
     assert json.loads(path.read_text())["choices"] == {"op": {"k": "b"}}
 
 
-@pytest.mark.parametrize("bad", ["[1, 2]", '{"format": 1, "machine": null, "choices": 3}',
+@pytest.mark.parametrize("bad", ["[1, 2]", "[" * 100000,
+                                 '{"format": 1, "machine": null, "choices": 3}',
                                  '{"format": 99, "choices": {}}', "\xff\xfe"])
 def test_other_broken_caches_ignored(bad):
     path = autotune.cache_path()
