@@ -269,6 +269,8 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
     import kerasish as keras
     from kerasish.utils import set_random_seed
 
+    per_fit = []
+
     def run():
         set_random_seed(3)
         model = keras.Sequential([keras.layers.Dense(128, activation="relu", input_shape=(300,)),
@@ -278,13 +280,16 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
         rng = np.random.default_rng(0)
         x = rng.random((256, 300), dtype=np.float32)
         y = rng.integers(0, 10, 256)
-        model.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0)
+        for _ in range(2):
+            model.fit(x, y, batch_size=64, epochs=1, shuffle=False, verbose=0)
+            per_fit.append(len(chosen))
         return [np.asarray(w) for w in model.get_weights()]
 
+    chosen = []
     keras.config.set_autotune(False)
     assert keras.config.get_autotune() is False
     fixed = run()
-    chosen = []
+    assert chosen == []
 
     def not_fixed(cands, fixed_name, allowed):  # a fake timing: anything but the fixed choice
         chosen.append(next(n for n in cands if n != fixed_name))
@@ -295,6 +300,7 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
     keras.config.set_autotune(True)
     tuned = run()
     assert chosen  # the model's GEMMs ran on choices other than the fixed ones
+    assert per_fit[-1] == per_fit[-2]  # decided at the first fit's plan, never per step
     for w_fixed, w_tuned in zip(fixed, tuned):
         assert np.isfinite(w_tuned).all()
         assert_close(w_tuned, w_fixed, rtol=1e-4, atol=1e-5, what="weights tuned vs fixed")
@@ -402,3 +408,20 @@ def test_choice_timed_under_load_kept_in_process_only(monkeypatch):
     assert not autotune.cache_path().exists() and autotune.choices() == {}
     calls.clear()
     assert autotune.decide("op", "k", candidates, "a") == "b" and calls == []
+
+
+def test_budget_from_environment(monkeypatch):
+    monkeypatch.setenv(autotune.ENV_BUDGET, "0.5")
+    assert autotune.budget() == (0.5, autotune.DECISION_BUDGET_S)
+    monkeypatch.setenv(autotune.ENV_BUDGET, "0")  # no tuning time: every choice fixed
+    clock = Clock()
+    autotune.set_timer(clock)
+    candidates, calls = fake_candidates(clock, {"a": 0.01, "b": 0.001})
+    assert autotune.decide("op", "k", candidates, "a") == "a" and calls == []
+    monkeypatch.setenv(autotune.ENV_BUDGET, "lots")
+    with pytest.raises(ValueError, match="KERASISH_AUTOTUNE_BUDGET: expected a number"):
+        autotune.budget()
+    import kerasish
+
+    kerasish.config.set_autotune_budget(total_s=3, per_decision_s=0.5)
+    assert autotune.budget() == (3.0, 0.5)
