@@ -247,9 +247,12 @@ def decide(op, key, candidates, fixed):
         total, per = budget()
         if _state["spent"] >= total:
             return fixed
+        from kernels_numba import first_use
+
         _state["active"] = True
         try:
-            timed = _time_candidates(candidates, fixed, min(per, total - _state["spent"]))
+            with first_use.cpu_work():  # NumPy's OpenBLAS at one thread per call, as in fit
+                timed = _time_candidates(candidates, fixed, min(per, total - _state["spent"]))
         finally:
             _state["active"] = False
         if timed is None or not timed[1] or _loaded():

@@ -246,7 +246,7 @@ def sgemm_address_of(name):
 def _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, names):
     """The recorded choice for this product, else the tuner's (timed on a scratch C), else
     `fixed`: a lookup when decided (an eager gemm comes here at every call)."""
-    from kernels_numba import autotune, first_use
+    from kernels_numba import autotune
 
     key = (f"{c.shape[0]}x{c.shape[1]}x{a.shape[1]}|{'NT'[op_a[0] != NO_TRANS]}"
            f"{'NT'[op_b[0] != NO_TRANS]}|{'acc' if accumulate else 'set'}|threads{threads}")
@@ -260,8 +260,7 @@ def _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, names):
     for name in names:
         calls = _calls(name, scratch, a, b, accumulate, op_a, op_b, threads)
         candidates[name] = lambda calls=calls: run_all(calls)
-    with first_use.cpu_work():  # OpenBLAS at one thread per call, as inside fit
-        return autotune.decide("cpu.gemm", key, candidates, fixed)
+    return autotune.decide("cpu.gemm", key, candidates, fixed)
 
 
 def _calls(choice, c, a, b, accumulate, op_a, op_b, threads):
