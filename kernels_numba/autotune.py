@@ -48,6 +48,7 @@ REPEATS = 3  # timed runs per candidate after its warm-up; the best one counts
 # A candidate replaces the fixed choice only when this much faster (timing noise must not
 # flip choices from run to run).
 MARGIN = 0.95
+MAX_FILE_BYTES = 1 << 20
 ENV, ENV_BUDGET, ENV_DIR = "KERASISH_AUTOTUNE", "KERASISH_AUTOTUNE_BUDGET", "KERASISH_AUTOTUNE_DIR"
 
 _lock = threading.RLock()
@@ -162,7 +163,10 @@ def cache_error():
 def _load():
     """This machine's recorded choices ({op: {key: name}}); anything unusable is ignored."""
     try:
-        data = json.loads(cache_path().read_text())
+        path = cache_path()
+        if path.stat().st_size > MAX_FILE_BYTES:  # not ours: a few hundred choices are ~50 KB
+            return {}
+        data = json.loads(path.read_text())
         if (isinstance(data, dict) and data.get("format") == FORMAT
                 and data.get("machine") == machine_key() and isinstance(data.get("choices"), dict)):
             return {op: {str(k): v for k, v in keys.items() if isinstance(v, str)}

@@ -88,6 +88,17 @@ def test_other_broken_caches_ignored(bad):
     assert autotune.choices() == {}
 
 
+def test_oversized_cache_ignored(monkeypatch):
+    path = autotune.cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": autotune.FORMAT, "machine": autotune.machine_key(),
+                                "choices": {"op": {"k": "b"}}}))
+    assert autotune.choices() == {"op": {"k": "b"}}
+    autotune.reset(path.parent)
+    monkeypatch.setattr(autotune, "MAX_FILE_BYTES", 10)
+    assert autotune.choices() == {}
+
+
 def test_cache_from_another_machine_never_used():
     clock = Clock()
     autotune.set_timer(clock)
