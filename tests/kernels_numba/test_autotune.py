@@ -276,20 +276,28 @@ def test_gemm_off_is_fixed_choice_bit_for_bit(monkeypatch):
 
 
 @needs_sgemm
-def test_small_model_trains_with_tuned_choices(monkeypatch):
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_small_model_trains_with_tuned_choices(monkeypatch, kind):
     import kerasish as keras
     from kerasish.utils import set_random_seed
+
+    def layers():
+        if kind == "mlp":
+            return [keras.layers.Dense(128, activation="relu", input_shape=(300,)),
+                    keras.layers.Dense(10)]
+        return [keras.layers.Conv2D(16, 3, activation="relu", input_shape=(14, 14, 3)),
+                keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.MaxPooling2D(),
+                keras.layers.Flatten(), keras.layers.Dense(10)]
 
     per_fit = []
 
     def run():
         set_random_seed(3)
-        model = keras.Sequential([keras.layers.Dense(128, activation="relu", input_shape=(300,)),
-                                  keras.layers.Dense(10)])
+        model = keras.Sequential(layers())
         model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         rng = np.random.default_rng(0)
-        x = rng.random((256, 300), dtype=np.float32)
+        x = rng.random((256, 300) if kind == "mlp" else (256, 14, 14, 3), dtype=np.float32)
         y = rng.integers(0, 10, 256)
         for _ in range(2):
             model.fit(x, y, batch_size=64, epochs=1, shuffle=False, verbose=0)
@@ -311,6 +319,8 @@ def test_small_model_trains_with_tuned_choices(monkeypatch):
     keras.config.set_autotune(True)
     tuned = run()
     assert chosen  # the model's GEMMs ran on choices other than the fixed ones
+    if kind == "cnn":
+        assert "separate" in chosen  # and its convs on the separate passes
     assert per_fit[-1] == per_fit[-2]  # decided at the first fit's plan, never per step
     for w_fixed, w_tuned in zip(fixed, tuned):
         assert np.isfinite(w_tuned).all()
