@@ -2,11 +2,14 @@
 
 `KERASISH_DEVICE=auto|cpu|cuda` (default auto: CUDA when a usable GPU exists) or
 `set_device(...)` before building a model. A built model keeps its device.
+`set_autotune(True|False)` / `KERASISH_AUTOTUNE=0|1`: the kernel auto-tuner
+(kernels_numba/autotune.py), on by default; choices are made when a plan is built.
 """
 
 import os
 
 import kernels_numba
+from kernels_numba import autotune as _autotune
 
 _device = None
 
@@ -44,3 +47,21 @@ def debug_level():
         return int(os.environ.get("KERASISH_DEBUG", "0"))
     except ValueError:
         return 0
+
+
+def set_autotune(flag):
+    """Turn the kernel auto-tuner on (True, the default) or off (False: every op makes
+    the fixed choice it made before the tuner, bit for bit). kernels_numba/autotune.py;
+    the environment variable KERASISH_AUTOTUNE=0|1 is the default."""
+    _autotune.set_enabled(flag)
+
+
+def get_autotune():
+    """Whether the kernel auto-tuner is on."""
+    return _autotune.enabled()
+
+
+def set_autotune_budget(total_s=None, per_decision_s=None):
+    """The tuner's time budget: seconds per process (default 2) and per decision
+    (default 0.25); past it ops make their fixed choice."""
+    _autotune.set_budget(total_s, per_decision_s)

@@ -16,6 +16,15 @@ import pytest
 
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
+# The auto-tuner (kernels_numba/autotune.py) off: the suite checks the fixed choices, the
+# same whatever this machine's load (tests/kernels_numba/test_autotune.py turns it on, and
+# checks every candidate it may choose); KERASISH_AUTOTUNE=1 runs the suite tuned. Its
+# cache in a folder of this run's own: a run neither reads nor writes ~/.cache/kerasish.
+os.environ.setdefault("KERASISH_AUTOTUNE", "0")
+if "KERASISH_AUTOTUNE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["KERASISH_AUTOTUNE_DIR"] = tempfile.mkdtemp(prefix="kerasish-autotune-")
 
 from kernels_numba import cuda_available  # noqa: E402
 

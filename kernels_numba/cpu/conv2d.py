@@ -71,6 +71,12 @@ def _grouped_calls(mode, col, x4, geom, rows, w2, bias=None, flags=0):
     return chain(before + [part_call(_conv_part, args, parts, (col, x4, rows, w2, bias))])
 
 
+# The grouped pass on the tuner's scratch buffers: the same function, under a name of its
+# own, so the launchers' one decision per op stays the only call of _grouped_calls
+# (tests/kernels_numba/test_conv2d_grouped.py spies on it).
+_grouped_variant = _grouped_calls
+
+
 # launchers: each returns its work as one Bound chain (bound_op): a replayed CPU launch
 # plan repeats the chain with no geometry, views or thread split worked out again
 
@@ -112,12 +118,45 @@ def conv2d_forward(y, x, w, b, workspace, *, strides=(1, 1), padding="valid",
         flags = (int(b is not None) << 8) | int(activation == "relu")
         call = _grouped_calls(FORWARD, _col_view(workspace, m, k), x, geom, y2,
                               w.reshape(k, f), b, flags)
-        if call is not None:
+        if call is not None and _tuned(
+                "cpu.conv2d_forward", y, workspace, (x, w, geom, activation, b is not None),
+                lambda y_, ws: _grouped_variant(FORWARD, _col_view(ws, m, k), x, geom,
+                                                y_.reshape(m, f), w.reshape(k, f), b, flags),
+                lambda y_, ws: _separate_forward(y_, x, w, b, ws, m, k, f, geom, activation)):
             return call
+    return _separate_forward(y, x, w, b, workspace, m, k, f, geom, activation)
+
+
+def _separate_forward(y, x, w, b, workspace, m, k, f, geom, activation):
+    """im2col, a split GEMM, then the dense epilogue (bias + activation), as three passes."""
+    y2 = y.reshape(m, f)
     col, calls = _columns_calls(workspace, x, m, k, geom)
     # The dense epilogue (one compiled function for both layers' bias + activation).
     return chain(calls + gemm_calls(y2, col[:, :k], w.reshape(k, f))
                  + bias_activation_calls(y2, b, KIND_CODES[activation]))
+
+
+def _tuned(op, out, workspace, shapes, grouped, separate):
+    """Whether the grouped pass is kept for this conv (kernels_numba/autotune.py): each
+    variant timed on scratch copies of `out` and the workspace (never the caller's, which
+    a plan's earlier bound ops may still read); `grouped`/`separate` make a variant's
+    chain on given (out, workspace). Off, or over budget: grouped, the fixed choice."""
+    from kernels_numba import autotune
+
+    if not autotune.enabled():
+        return True
+    x, w, geom, activation, bias = shapes
+    key = (f"x{'x'.join(map(str, x.shape))}|w{'x'.join(map(str, w.shape))}|"
+           f"g{'x'.join(map(str, geom))}|{activation}|bias{int(bias)}|"
+           f"threads{numba.get_num_threads()}")
+    known = autotune.recorded(op, key)
+    if known in ("grouped", "separate"):
+        return known == "grouped"
+    if not autotune.pending(op, key):
+        return True
+    out_s, ws_s = np.zeros_like(out), np.zeros_like(workspace)
+    variants = {"grouped": grouped(out_s, ws_s), "separate": separate(out_s, ws_s)}
+    return autotune.decide(op, key, variants, "grouped") == "grouped"
 
 
 @bound_op
@@ -130,9 +169,19 @@ def conv2d_backward_data(dx, dy, w, workspace, *, strides=(1, 1), padding="valid
         return chain(calls + gemm_calls(dx.reshape(m, k), dy2, w2.T))
     dcol = _col_view(workspace, m, k)
     grouped = _grouped_calls(BACKWARD_DATA, dcol, dx, geom, dy2, w2) if m else None
-    if grouped is not None:
+    if grouped is not None and _tuned(
+            "cpu.conv2d_backward_data", dx, workspace, (dx, w, geom, activation, False),
+            lambda dx_, ws: _grouped_variant(BACKWARD_DATA, _col_view(ws, m, k), dx_, geom, dy2,
+                                             w2),
+            lambda dx_, ws: chain(_separate_backward_data(dx_, dy2, w2, _col_view(ws, m, k),
+                                                          geom))):
         return chain(calls + [grouped])
-    return chain(calls + gemm_calls(dcol, dy2, w2.T) + _conv_part_calls(COL2IM, dcol, dx, geom))
+    return chain(calls + _separate_backward_data(dx, dy2, w2, dcol, geom))
+
+
+def _separate_backward_data(dx, dy2, w2, dcol, geom):
+    """dcol = dy @ w.T (one split GEMM), then col2im into dx: the calls."""
+    return gemm_calls(dcol, dy2, w2.T) + _conv_part_calls(COL2IM, dcol, dx, geom)
 
 
 @bound_op

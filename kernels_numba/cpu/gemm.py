@@ -24,6 +24,7 @@ one np.matmul call and the BLAS threads itself.
 """
 
 import ctypes
+import os
 import threading
 
 import numba
@@ -186,21 +187,103 @@ def gemm_calls(c, a, b, *, accumulate=False):
     if (_SGEMM is None or k == 0 or op_a is None or op_b is None or c.strides[1] != 4
             or c.strides[0] < 4 * n):
         return [Bound(_fallback, (c, a, b, accumulate))]
+    threads = numba.get_num_threads()
+    fixed = _fixed_choice(m, n, k, threads)
+    choice = fixed
+    if m * n * k >= TUNE_MIN_MACS:
+        candidates = _candidates(m, n, k, threads, fixed)
+        if len(candidates) > 1:
+            choice = _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, candidates)
+    return _calls(choice, c, a, b, accumulate, op_a, op_b, threads)
+
+
+# The auto-tuner (kernels_numba/autotune.py) times these for a product of at least
+# TUNE_MIN_MACS multiply-adds (below, a parallel region's ~15 us is the whole story).
+# A choice is "split/sgemm": split = single (one call on the caller's thread), rows,
+# columns or reduction (slices of K); sgemm = tiles or openblas (only where both exist
+# with one BLAS int width, and KERNELS_NUMBA_GEMM does not pin one).
+TUNE_MIN_MACS = 1 << 16
+
+
+def _own_sgemm():
+    return "tiles" if TILES else "openblas"
+
+
+def _fixed_choice(m, n, k, threads):
+    """The choice made before the tuner (and with it off)."""
+    if threads < 2 or m * n * k < SPLIT_MIN_MACS:
+        split = "single"
+    elif k > K_SPLIT_RATIO * max(m, n):
+        split = "reduction"
+    else:
+        split = "rows" if m >= n else "columns"
+    return f"{split}/{_own_sgemm()}"
+
+
+def _candidates(m, n, k, threads, fixed):
+    splits = ["single"]
+    if threads >= 2:
+        splits += [s for s, size in (("rows", m), ("columns", n), ("reduction", k)) if size >= 2]
+    names = [f"{s}/{g}" for g in sgemm_names() for s in splits]
+    return names if fixed in names else [fixed]
+
+
+def sgemm_names():
+    """The single-threaded sgemms the tuner may choose among: ours first (the fixed one),
+    then OpenBLAS where our tiles run, KERNELS_NUMBA_GEMM pins neither and both take
+    64-bit ints (one compiled caller for both)."""
+    names = [_own_sgemm()]
+    if TILES and not os.environ.get(sgemm_tiles.MODE_VAR) and _blas.sgemm_int_bits() == 64:
+        names.append("openblas")
+    return names
+
+
+def sgemm_address_of(name):
+    """The address of sgemm `name` (one of sgemm_names())."""
+    return sgemm_tiles.sgemm.address if name == "tiles" else _OPENBLAS_ADDRESS
+
+
+def _tuned(c, a, b, accumulate, op_a, op_b, threads, fixed, names):
+    """The recorded choice for this product, else the tuner's (timed on a scratch C), else
+    `fixed`: a lookup when decided (an eager gemm comes here at every call)."""
+    from kernels_numba import autotune
+
+    key = (f"{c.shape[0]}x{c.shape[1]}x{a.shape[1]}|{'NT'[op_a[0] != NO_TRANS]}"
+           f"{'NT'[op_b[0] != NO_TRANS]}|{'acc' if accumulate else 'set'}|threads{threads}")
+    known = autotune.recorded("cpu.gemm", key)
+    if known in names:
+        return known
+    if not autotune.pending("cpu.gemm", key):
+        return fixed
+    scratch = np.zeros(c.shape, np.float32)  # candidates never write the caller's c
+    candidates = {}
+    for name in names:
+        calls = _calls(name, scratch, a, b, accumulate, op_a, op_b, threads)
+        candidates[name] = lambda calls=calls: run_all(calls)
+    return autotune.decide("cpu.gemm", key, candidates, fixed)
+
+
+def _calls(choice, c, a, b, accumulate, op_a, op_b, threads):
+    split, sgemm = choice.split("/")
     (ta, lda), (tb, ldb) = op_a, op_b
+    m, n = c.shape
+    k = a.shape[1]
     ldc, beta = c.strides[0] // 4, 1.0 if accumulate else 0.0
     a_ptr, b_ptr, c_ptr = a.ctypes.data, b.ctypes.data, c.ctypes.data
-    threads = numba.get_num_threads()
-    if threads < 2 or m * n * k < SPLIT_MIN_MACS:
-        return [Bound(sgemm_callable(), (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda,
-                                         b_ptr, ldb, beta, c_ptr, ldc), (a, b, c))]
-    if k > K_SPLIT_RATIO * max(m, n):
+    tiles = sgemm == "tiles"
+    if split == "single":
+        fn = sgemm_tiles.sgemm.function if tiles else _SGEMM
+        return [Bound(fn, (_blas.ROW_MAJOR, ta, tb, m, n, k, 1.0, a_ptr, lda,
+                           b_ptr, ldb, beta, c_ptr, ldc), (a, b, c))]
+    address = sgemm_address_of(sgemm)
+    if split == "reduction":
         parts = min(threads, k)
         partials = _thread_buffer("partials", (parts - 1) * m * n).reshape(parts - 1, m, n)
-        args = pack(sgemm_address(), a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb,
+        args = pack(address, a_ptr, b_ptr, c_ptr, partials.ctypes.data, ta, tb, lda, ldb,
                     ldc, m, n, k, f32_bits(beta), REDUCTION)
         return [part_call(_split_part, args, parts, (a, b, c, partials)),
                 Bound(_add_partials, (c, partials))]
-    how, parts = (ROWS, min(threads, m)) if m >= n else (COLUMNS, min(threads, n))
-    args = pack(sgemm_address(), a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
+    how, parts = (ROWS, min(threads, m)) if split == "rows" else (COLUMNS, min(threads, n))
+    args = pack(address, a_ptr, b_ptr, c_ptr, 0, ta, tb, lda, ldb, ldc, m, n, k,
                 f32_bits(beta), how)
     return [part_call(_split_part, args, parts, (a, b, c))]

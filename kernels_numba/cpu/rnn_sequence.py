@@ -224,10 +224,42 @@ def rnn_sequence_forward(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask,
         _forward_steps(cell, h, c, gates, inner, hd, rk, bias, use_bias, mask, use_mask,
                        rmask, use_rmask, reverse, act_code, ract_code)
         return
-    address = _gemm.sgemm_address()
-    _run_blocks(_forward_rows, (cell, address, _gemm._INT_MARKER, h, c, gates, inner, hd, rk,
-                                bias, use_bias, mask, use_mask, rmask, use_rmask, reverse,
-                                act_code, ract_code), gates.shape[1])
+    def run(address, h, c, gates, inner, hd):
+        _run_blocks(_forward_rows, (cell, address, _gemm._INT_MARKER, h, c, gates, inner, hd,
+                                    rk, bias, use_bias, mask, use_mask, rmask, use_rmask,
+                                    reverse, act_code, ract_code), gates.shape[1])
+
+    key = _key(cell, gates, rk, reverse, use_rmask)
+    names = _gemm.sgemm_names()
+    choice = names[0]
+    if len(names) > 1:
+        from kernels_numba import autotune
+
+        known = autotune.recorded(_OP, key)
+        if known in names:
+            choice = known
+        elif autotune.pending(_OP, key):
+            copies = {}  # never the caller's arrays; aliases (c = h when unused) kept
+            for x in (h, c, gates, inner, hd):
+                if id(x) not in copies:
+                    copies[id(x)] = x.copy()
+            scratch = [copies[id(x)] for x in (h, c, gates, inner, hd)]
+            choice = autotune.decide(_OP, key, {
+                name: (lambda name=name: run(_gemm.sgemm_address_of(name), *scratch))
+                for name in names}, names[0])
+    run(_gemm.sgemm_address_of(choice), h, c, gates, inner, hd)
+
+
+# The recurrent sgemm (kernels_numba/autotune.py): the forward times the time loop with
+# each sgemm on scratch copies at a shape's first call; the backward (whose GEMMs have the
+# same M, the batch block) takes the forward's recorded choice, else the fixed one.
+_OP = "cpu.rnn_sequence"
+
+
+def _key(cell, gates, rk, reverse, use_rmask):
+    t, n, g = gates.shape
+    return (f"cell{cell}|t{t}|n{n}|g{g}|rk{rk.shape[0]}x{rk.shape[1]}|rev{int(reverse)}|"
+            f"rmask{int(use_rmask)}|threads{numba.get_num_threads()}")
 
 
 def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
@@ -238,7 +270,11 @@ def rnn_sequence_backward(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, 
         _backward_steps(cell, gates, inner, dh, dc, h, c, rk, mask, use_mask, dy, has_dy,
                         rmask, use_rmask, rtmp, reverse, act_code, ract_code)
         return
-    address = _gemm.sgemm_address()
+    from kernels_numba import autotune
+
+    names = _gemm.sgemm_names()
+    chosen = autotune.recorded(_OP, _key(cell, gates, rk, reverse, use_rmask))
+    address = _gemm.sgemm_address_of(chosen if chosen in names else names[0])
     _run_blocks(_backward_rows, (cell, address, _gemm._INT_MARKER, gates, inner, dh, dc, h, c,
                                  rk, mask, use_mask, dy, has_dy, rmask, use_rmask, rtmp,
                                  reverse, act_code, ract_code), gates.shape[1])
