@@ -26,6 +26,8 @@ from kerasish.layers.pooling1d import (AveragePooling1D, GlobalAveragePooling1D,
 from kerasish.layers.recurrent import GRU, LSTM, SimpleRNN
 from kerasish.layers.reshaping import (Cropping2D, Identity, Permute, RepeatVector,
                                        UpSampling2D, ZeroPadding2D)
+from kerasish.layers.rnn import RNN
+from kerasish.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from kerasish.layers.wrappers import Bidirectional, TimeDistributed
 
 Convolution2D = Conv2D
@@ -43,7 +45,8 @@ SeparableConvolution2D = SeparableConv2D
 IMAGE_LAYERS = (LayerNormalization, Normalization, UpSampling2D, ZeroPadding2D, Cropping2D,
                 Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SpatialDropout2D,
                 GaussianNoise, GaussianDropout, Permute, RepeatVector, Identity)
-SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
+SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, RNN, SimpleRNNCell, LSTMCell,
+                   GRUCell, StackedRNNCells, Bidirectional, TimeDistributed,
                    Conv1D, UpSampling1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
                    GlobalAveragePooling1D, GlobalMaxPooling2D)
 
@@ -97,7 +100,8 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "serialize", "register",
            "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
            "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate",
-           "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "Bidirectional",
+           "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "RNN", "SimpleRNNCell",
+           "LSTMCell", "GRUCell", "StackedRNNCells", "Bidirectional",
            "TimeDistributed", "Conv1D", "UpSampling1D", "MaxPooling1D", "AveragePooling1D",
            "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
            "LayerNormalization", "Normalization", "UpSampling2D", "ZeroPadding2D", "Cropping2D",
