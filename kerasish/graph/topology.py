@@ -191,11 +191,14 @@ class FlatGraph:
     def _traced_masks(self, node, ins, outs):
         """A traced call()'s outputs carry its input's mask as Keras's would
         (graph/traced_masks.py); an output an inner layer gave a mask keeps it."""
-        first = self.mask_of.get(ins[0]) if ins else None
-        if first is None or getattr(node, "trace", None) is None:
+        if getattr(node, "trace", None) is None:
             return
-        from kerasish.graph.traced_masks import passes_mask
+        from kerasish.graph.traced_masks import makes_no_mask, passes_mask
 
+        first = self.mask_of.get(ins[0]) if ins else None
+        if first is None:
+            makes_no_mask(node.layer, node.input_structure)
+            return
         if passes_mask(node.layer, node.input_structure):
             for t in outs:
                 self.mask_of.setdefault(t, first)

@@ -5,7 +5,8 @@ A custom layer supports masking when it says so (`supports_masking = True`) or o
 default is the incoming mask. kerasish keeps masks beside the tensors (float32 (N, T)
 buffers), so an override is run once on symbolic inputs with a stand-in for the
 previous mask: returning it passes the mask on, returning None drops it; computing a
-new mask there, or reading the mask inside `call(..., mask=None)`, is refused by name.
+new mask there (also with no incoming mask: a custom Embedding's `ops.not_equal(inputs,
+0)`), or reading the mask inside `call(..., mask=None)`, is refused by name.
 """
 
 import inspect
@@ -53,3 +54,18 @@ def passes_mask(layer, inputs):
         f"{where}: a compute_mask override that computes a new mask is not supported by "
         f"kerasish (expected it to return the incoming mask or None; received "
         f"{type(out).__name__})")
+
+
+def makes_no_mask(layer, inputs):
+    """A traced layer given no mask: refuse a compute_mask override that makes one."""
+    if not _overrides_compute_mask(layer):
+        return
+    try:
+        out = layer.compute_mask(inputs, None)
+    except Exception:  # noqa: BLE001 - it needs a previous mask: it makes none of its own
+        return
+    if out is not None:
+        raise NotImplementedError(
+            f"Layer '{layer.name}' ({type(layer).__name__}): a compute_mask override that "
+            f"computes a new mask is not supported by kerasish (masks come from "
+            f"Embedding(mask_zero=True) and Masking; received {type(out).__name__})")

@@ -56,6 +56,8 @@ class LeakyReLU(Activation):
 class Softmax(Activation):
     """Softmax over the last axis (the only axis the kernels normalize over)."""
 
+    propagates_mask = False  # Keras's Softmax reads a mask itself (not supported here)
+
     def __init__(self, axis=-1, **kwargs):
         if isinstance(axis, bool) or axis != -1:
             raise ValueError(f"Softmax: only axis=-1 is supported; received axis={axis!r}")

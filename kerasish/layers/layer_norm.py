@@ -53,6 +53,8 @@ class LayerNormalization(Layer):
     Weights (Keras order): gamma (scale=True), beta (center=True), shaped like the axes.
     """
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
                  beta_initializer="zeros", gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
