@@ -3,6 +3,7 @@
 import numpy as np
 
 from kerasish import activations
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.core import _init_config
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
@@ -43,7 +44,7 @@ def normalize_padding(value, layer):
     return padding
 
 
-class Conv2D(Layer):
+class Conv2D(ChannelsFirst, Layer):
     """2-D convolution. Input (batch, H, W, C) -> output (batch, H', W', filters)."""
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,

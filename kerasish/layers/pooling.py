@@ -2,12 +2,13 @@
 
 import numpy as np
 
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.convolutional import normalize_padding, normalize_tuple
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
 
 
-class _Pooling2D(Layer):
+class _Pooling2D(ChannelsFirst, Layer):
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
                  **kwargs):
         super().__init__(**kwargs)
@@ -71,7 +72,7 @@ class AveragePooling2D(_Pooling2D):
             ops.avgpool2d_backward(dx, dy, **self._kw())
 
 
-class GlobalAveragePooling2D(Layer):
+class GlobalAveragePooling2D(ChannelsFirst, Layer):
     """Mean over H and W: (batch, H, W, C) -> (batch, C)."""
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):

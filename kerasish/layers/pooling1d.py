@@ -4,6 +4,7 @@ copy, as (batch, 1, steps, C) and pooled with a (1, p) window."""
 
 import numpy as np
 
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.conv1d import _one
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
@@ -19,7 +20,7 @@ def _as_2d(a):
     return a.reshape((a.shape[0], 1, a.shape[1], a.shape[2]))
 
 
-class _Pooling1D(Layer):
+class _Pooling1D(ChannelsFirst, Layer):
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
         super().__init__(**kwargs)
         cls = type(self).__name__
@@ -74,7 +75,7 @@ class AveragePooling1D(_Pooling1D):
             ops.avgpool2d_backward(_as_2d(dx), _as_2d(dy), **self._kw())
 
 
-class _Global(Layer):
+class _Global(ChannelsFirst, Layer):
     RANK = 3
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):

@@ -1,5 +1,6 @@
 """Issue 34's new layers train the same on CUDA as on the CPU (simulator or GPU):
-Conv1DTranspose's views of the 2-D kernels, RNN(StackedRNNCells)'s scratch sequences."""
+Conv1DTranspose's views of the 2-D kernels, RNN(StackedRNNCells)'s scratch sequences,
+channels_first's permute launches."""
 
 import numpy as np
 import pytest
@@ -50,3 +51,17 @@ def test_stacked_cells_on_cuda():
     y = rng.standard_normal((3, 2)).astype("float32")
     _both_devices(lambda: kerasish.Sequential([
         layers.Input((3, 2)), layers.RNN([layers.GRUCell(3), layers.LSTMCell(2)])]), x, y)
+
+
+@pytest.mark.cudasim
+def test_channels_first_on_cuda():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 2, 5, 4)).astype("float32")
+    y = rng.standard_normal((3, 2)).astype("float32")
+    _both_devices(lambda: kerasish.Sequential([
+        layers.Input((2, 5, 4)),
+        layers.Conv2D(3, 2, padding="same", activation="relu", data_format="channels_first"),
+        layers.BatchNormalization(axis=1),
+        layers.MaxPooling2D(2, data_format="channels_first"),
+        layers.GlobalAveragePooling2D(data_format="channels_first"),
+        layers.Dense(2)]), x, y)
