@@ -1,6 +1,6 @@
 """Issue 34's new layers train the same on CUDA as on the CPU (simulator or GPU):
 Conv1DTranspose's views of the 2-D kernels, RNN(StackedRNNCells)'s scratch sequences,
-channels_first's permute launches."""
+channels_first's permute launches, Conv2D(groups)'s column blocks."""
 
 import numpy as np
 import pytest
@@ -65,3 +65,16 @@ def test_channels_first_on_cuda():
         layers.MaxPooling2D(2, data_format="channels_first"),
         layers.GlobalAveragePooling2D(data_format="channels_first"),
         layers.Dense(2)]), x, y)
+
+
+@pytest.mark.cudasim
+def test_grouped_conv2d_on_cuda():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5, 5, 4)).astype("float32")
+    y = rng.standard_normal((3, 2)).astype("float32")
+    _both_devices(lambda: kerasish.Sequential([
+        layers.Input((5, 5, 4)),
+        layers.Dense(4),
+        layers.Conv2D(6, 3, padding="same", groups=2, activation="relu"),
+        layers.Conv2D(4, 2, groups=2, activation="elu"),
+        layers.GlobalAveragePooling2D(), layers.Dense(2)]), x, y)
