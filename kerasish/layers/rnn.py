@@ -18,7 +18,6 @@ from kerasish.layers.layer import Layer
 from kerasish.layers.recurrent import with_initial_state
 from kerasish.layers.rnn_cells import StackedRNNCells, _first_size, is_builtin
 from kerasish.layers.wrappers import _deserialize, _serialize, _Wrapper
-from kernels_numba import ops
 
 
 class RNN(_Wrapper):

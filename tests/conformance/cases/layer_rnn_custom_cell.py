@@ -1,6 +1,6 @@
-"""Keras's documented custom cell (MinimalRNNCell: state_size, build, call(inputs,
-states)) in keras.layers.RNN, also with return_sequences/return_state and a stack of two;
-predictions and a training step."""
+"""Keras's documented custom cell (MinimalRNNCell: state_size, build,
+call(inputs, states)) in keras.layers.RNN, also with return_sequences/return_state and a
+stack of two; predictions and a training step."""
 
 import numpy as np
 
@@ -17,8 +17,9 @@ class MinimalRNNCell(layers.Layer):
     def build(self, input_shape):
         self.kernel = self.add_weight(shape=(input_shape[-1], self.units),
                                       initializer="glorot_uniform", name="kernel")
-        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
-                                                initializer="glorot_uniform", name="recurrent_kernel")
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, self.units), initializer="glorot_uniform",
+            name="recurrent_kernel")
 
     def call(self, inputs, states):
         prev_output = states[0]
