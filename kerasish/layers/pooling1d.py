@@ -132,11 +132,39 @@ class GlobalMaxPooling2D(_GlobalMax):
 
 
 class GlobalAveragePooling1D(_Global):
-    """Mean over steps: (batch, steps, C) -> (batch, C) (masks are not applied)."""
+    """Mean over steps: (batch, steps, C) -> (batch, C). With a mask (Embedding(mask_zero),
+    Masking) the mean of the kept steps, as Keras: sum(x * mask) / sum(mask) (NaN for a
+    sample with no kept step); the mask stops here."""
 
-    def forward(self, y, x, training):
-        ops.global_avgpool2d_forward(y, _as_2d(x))
+    supports_masking = True
 
-    def backward(self, dx, dy, x, y):
-        if dx is not None:
+    def scratch_shapes(self, batch_size):
+        _, t, c = self.input_shape
+        return {"masked": ((batch_size, t, c), np.float32), "count": ((batch_size,), np.float32),
+                "dy": ((batch_size, c), np.float32)}
+
+    def forward(self, y, x, training, mask=None):
+        if mask is None:
+            ops.global_avgpool2d_forward(y, _as_2d(x))
+            return
+        n = x.shape[0]
+        masked, count = self.scratch_view("masked", n), self.scratch_view("count", n)
+        ops.masking_backward(masked, x, mask)
+        ops.reduce_axes(y, masked, kind="sum", axes=(1,))
+        ops.reduce_axes(count, mask, kind="sum", axes=(1,))
+        ops.unary_forward(count, count, kind="reciprocal")  # kept for backward
+        ops.scale_rows(y, count)
+
+    def backward(self, dx, dy, x, y, mask=None):
+        if dx is None:
+            return
+        if mask is None:
             ops.global_avgpool2d_backward(_as_2d(dx), dy)
+            return
+        n = x.shape[0]
+        dyw = self.scratch_view("dy", n)
+        ops.copy(dyw, dy)
+        ops.scale_rows(dyw, self.scratch_view("count", n))
+        ops.reduce_axes_backward(dx, dyw, self.scratch_view("masked", n), y, kind="sum",
+                                 axes=(1,))
+        ops.masking_backward(dx, dx, mask)

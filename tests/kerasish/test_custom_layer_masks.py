@@ -74,3 +74,27 @@ def test_layer_without_masking_support_drops_the_mask():
     unmasked.set_weights(plain.get_weights())
     np.testing.assert_allclose(plain.predict(ids, verbose=0), unmasked.predict(ids, verbose=0),
                                rtol=1e-6)
+
+
+def _pooled(length):
+    inputs = keras.Input((length,))
+    x = layers.Embedding(9, 3, mask_zero=True)(inputs)
+    return keras.Model(inputs, layers.Dense(1)(layers.GlobalAveragePooling1D()(x)))
+
+
+def test_masked_global_average_equals_the_unpadded_sequence():
+    padded, short = _pooled(5), _pooled(3)
+    short.set_weights(padded.get_weights())
+    ids = np.array([[4, 2, 7, 0, 0]], np.float32)
+    np.testing.assert_allclose(padded.predict(ids, verbose=0),
+                               short.predict(ids[:, :3], verbose=0), rtol=1e-6)
+    for m, x in ((padded, ids), (short, ids[:, :3])):
+        m.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+        m.train_on_batch(x, np.ones((1, 1), np.float32))
+    for a, b in zip(padded.get_weights(), short.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_masked_global_average_of_no_kept_step_is_nan():
+    out = _pooled(3).predict(np.array([[0, 0, 0], [1, 0, 0]], np.float32), verbose=0)
+    assert np.isnan(out[0, 0]) and np.isfinite(out[1, 0])

@@ -1,6 +1,6 @@
 """Issue 34's new layers train the same on CUDA as on the CPU (simulator or GPU):
 Conv1DTranspose's views of the 2-D kernels, RNN(StackedRNNCells)'s scratch sequences,
-channels_first's permute launches, Conv2D(groups)'s column blocks."""
+channels_first's permute launches, Conv2D(groups)'s column blocks, the masked GlobalAveragePooling1D."""
 
 import numpy as np
 import pytest
@@ -78,3 +78,14 @@ def test_grouped_conv2d_on_cuda():
         layers.Conv2D(6, 3, padding="same", groups=2, activation="relu"),
         layers.Conv2D(4, 2, groups=2, activation="elu"),
         layers.GlobalAveragePooling2D(), layers.Dense(2)]), x, y)
+
+
+@pytest.mark.cudasim
+def test_masked_global_average_on_cuda():
+    rng = np.random.default_rng(4)
+    x = rng.integers(1, 7, size=(4, 5)).astype("float32")
+    x[:2, 3:] = 0
+    y = rng.standard_normal((4, 2)).astype("float32")
+    _both_devices(lambda: kerasish.Sequential([
+        layers.Input((5,)), layers.Embedding(7, 3, mask_zero=True), layers.Dense(3),
+        layers.GlobalAveragePooling1D(), layers.Dense(2)]), x, y)
