@@ -1,6 +1,7 @@
 """Issue 34's new layers train the same on CUDA as on the CPU (simulator or GPU):
 Conv1DTranspose's views of the 2-D kernels, RNN(StackedRNNCells)'s scratch sequences,
-channels_first's permute launches, Conv2D(groups)'s column blocks, the masked GlobalAveragePooling1D."""
+channels_first's permute launches, Conv2D(groups)'s column blocks, the masked
+GlobalAveragePooling1D."""
 
 import numpy as np
 import pytest
