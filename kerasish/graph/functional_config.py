@@ -14,6 +14,7 @@ Node indices count only the nodes inside this model, from 0 (a nested Functional
 node 0 is its own construction, so its calls count from 1).
 """
 
+from kerasish.graph import saved_masks
 from kerasish.graph.nodes import KerasTensor
 
 
@@ -193,7 +194,11 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         if key not in config:
             raise ValueError(f"Invalid Functional config in {where}: missing '{key}'")
     created, pending = {}, []
+    skipped = saved_masks.mask_only_ops(config["layers"])  # Keras's recorded mask ops
     for entry in config["layers"]:
+        if isinstance(entry, dict) and (entry.get("name") or
+                                        (entry.get("config") or {}).get("name")) in skipped:
+            continue
         entry = serialization.normalize_layer_entry(entry, where)
         name = entry.get("name") or entry["config"].get("name")
         layer = klayers.deserialize({"class_name": entry["class_name"],
@@ -206,7 +211,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         if not isinstance(nodes, list):
             raise ValueError(f"Invalid Functional config in {where}: inbound_nodes of "
                              f"'{name}' must be a list")
-        pending.append([layer, list(nodes)])
+        pending.append([layer, [saved_masks.drop_mask_kwarg(n, skipped) for n in nodes]])
     while any(nodes for _, nodes in pending):  # a pass per depth; at most #nodes passes
         progressed = False
         for item in pending:
