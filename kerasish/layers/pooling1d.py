@@ -84,12 +84,11 @@ class _Global(ChannelsFirst, Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"{cls}: only data_format='channels_last' is supported; "
                              f"received {data_format!r}")
-        if keepdims:
-            raise ValueError(f"{cls}: keepdims=True is not supported")
+        self.keepdims = bool(keepdims)
 
     def compute_output_shape(self, input_shape):
         _rank(self, input_shape, self.RANK)
-        return (input_shape[0], input_shape[-1])
+        return keep_dims(self, input_shape)
 
     def _x4(self, x):
         return _as_2d(x) if self.RANK == 3 else x
@@ -98,7 +97,20 @@ class _Global(ChannelsFirst, Layer):
         return tuple(self.input_shape[1:-1]) if self.RANK == 4 else (1, self.input_shape[1])
 
     def get_config(self):
-        return {**super().get_config(), "data_format": "channels_last", "keepdims": False}
+        return {**super().get_config(), "data_format": "channels_last",
+                "keepdims": self.keepdims}
+
+
+def keep_dims(layer, input_shape):
+    """A global pooling's output shape: (batch, C), or with keepdims the pooled axes 1."""
+    if layer.keepdims:
+        return (input_shape[0], *(1,) * (len(input_shape) - 2), input_shape[-1])
+    return (input_shape[0], input_shape[-1])
+
+
+def pooled_rows(y):
+    """A global pooling's output (or its gradient) as (batch, C), keepdims or not."""
+    return y if y.ndim == 2 else y.reshape((y.shape[0], y.shape[y.ndim - 1]))
 
 
 class _GlobalMax(_Global):
@@ -109,12 +121,14 @@ class _GlobalMax(_Global):
         return y.reshape((y.shape[0], 1, 1, y.shape[1]))
 
     def forward(self, y, x, training):
+        y = pooled_rows(y)
         w = self._window()
         ops.maxpool2d_forward(self._y4(y), self.scratch_view("argmax", x.shape[0]), self._x4(x),
                               pool_size=w, strides=w, padding="valid")
 
     def backward(self, dx, dy, x, y):
         if dx is not None:
+            dy = pooled_rows(dy)
             w = self._window()
             ops.maxpool2d_backward(self._x4(dx), self._y4(dy),
                                    self.scratch_view("argmax", dy.shape[0]), pool_size=w,
@@ -144,6 +158,7 @@ class GlobalAveragePooling1D(_Global):
                 "dy": ((batch_size, c), np.float32)}
 
     def forward(self, y, x, training, mask=None):
+        y = pooled_rows(y)
         if mask is None:
             ops.global_avgpool2d_forward(y, _as_2d(x))
             return
@@ -158,6 +173,7 @@ class GlobalAveragePooling1D(_Global):
     def backward(self, dx, dy, x, y, mask=None):
         if dx is None:
             return
+        dy, y = pooled_rows(dy), pooled_rows(y)
         if mask is None:
             ops.global_avgpool2d_backward(_as_2d(dx), dy)
             return
