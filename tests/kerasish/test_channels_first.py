@@ -75,3 +75,17 @@ def test_config_round_trip_keeps_channels_first():
 def test_rank_errors_still_named():
     with pytest.raises(ValueError, match="Conv2D"):
         layers.Conv2D(2, 3, data_format="channels_first")(keras.Input((4, 4)))
+
+
+def test_softmax_axis_1_normalizes_the_second_axis():
+    x = RNG.standard_normal((2, 4, 3)).astype("float32")
+    out = keras.Sequential([keras.Input((4, 3)), layers.Softmax(axis=1)]).predict(x, verbose=0)
+    want = np.exp(x) / np.exp(x).sum(1, keepdims=True)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert layers.Softmax(axis=1).get_config()["axis"] == 1
+
+
+def test_softmax_other_axes_refused():
+    with pytest.raises(ValueError, match=r"Softmax: only axis=-1 or axis=1 is supported; "
+                                         r"received axis=2"):
+        layers.Softmax(axis=2)
