@@ -30,6 +30,9 @@ def passes_mask(layer, inputs):
     """Whether the traced layer's outputs carry its first input's mask (see module doc);
     `inputs` are the symbolic inputs of its node."""
     where = f"Layer '{layer.name}' ({type(layer).__name__})"
+    refused = getattr(layer, "mask_refusal", None)  # a traced built-in that would misuse it
+    if refused:
+        raise NotImplementedError(f"{where} receives a mask: {refused}")
     call = getattr(type(layer), "call", None)
     if call is not None and "mask" in inspect.signature(call).parameters:
         raise NotImplementedError(

@@ -214,6 +214,8 @@ class _CellLoop(RNN):
     forward = Layer.forward
     backward = Layer.backward
     supports_masking = False
+    mask_refusal = ("a mask with a custom cell in keras.layers.RNN is not supported by "
+                    "kerasish (masks reach LSTMCell/GRUCell/SimpleRNNCell)")
 
     def _configure(self):
         if self.zero_output_for_mask:

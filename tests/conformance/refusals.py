@@ -18,4 +18,6 @@ REFUSALS = {
                                    "compute_mask override that computes a new mask"),
     "layer_custom_call_reads_mask": ("reading the mask in a custom layer's `call(mask=)`",
                                      "reading the mask inside a custom layer's call(mask=)"),
+    "layer_rnn_custom_cell_mask": ("a mask with a custom cell in `keras.layers.RNN`",
+                                   "a mask with a custom cell in keras.layers.RNN"),
 }

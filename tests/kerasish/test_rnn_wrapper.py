@@ -111,3 +111,12 @@ def test_custom_cell_wrong_state_count_refused():
     inputs, a, b = keras.Input((4, 2)), keras.Input((2,)), keras.Input((2,))
     with pytest.raises(ValueError, match=r"expected 1 initial state\(s\); received 2"):
         layers.RNN(_Accumulate())(inputs, initial_state=[a, b])
+
+
+def test_custom_cell_given_a_mask_refused():
+    inputs = keras.Input((4,))
+    x = layers.Embedding(5, 2, mask_zero=True)(inputs)
+    model = keras.Model(inputs, layers.RNN(_Accumulate())(x))
+    with pytest.raises(NotImplementedError, match="a mask with a custom cell in "
+                                                  "keras.layers.RNN is not supported"):
+        model.predict(np.ones((1, 4), "float32"), verbose=0)
