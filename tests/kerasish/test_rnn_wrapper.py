@@ -120,3 +120,23 @@ def test_custom_cell_given_a_mask_refused():
     with pytest.raises(NotImplementedError, match="a mask with a custom cell in "
                                                   "keras.layers.RNN is not supported"):
         model.predict(np.ones((1, 4), "float32"), verbose=0)
+
+
+def test_weights_file_has_keras_cell_layout(tmp_path):
+    import h5py
+
+    inputs = keras.Input((4, 2))
+    seq = layers.RNN(layers.LSTMCell(3), return_sequences=True, name="one")(inputs)
+    model = keras.Model(inputs, layers.RNN([layers.GRUCell(2, name="g"),
+                                            layers.SimpleRNNCell(2, name="s")], name="two")(seq))
+    path = str(tmp_path / "cells.weights.h5")
+    model.save_weights(path)
+    with h5py.File(path) as f:
+        names = []
+        f.visit(names.append)
+    for key in ("layers/one/cell/vars/2", "layers/two/cell/cells/g/vars/2",
+                "layers/two/cell/cells/s/vars/2"):
+        assert key in names
+    again = keras.Model.from_config(model.get_config())
+    again.load_weights(path)
+    np.testing.assert_array_equal(again.predict(X, verbose=0), model.predict(X, verbose=0))
