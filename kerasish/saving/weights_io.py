@@ -51,8 +51,9 @@ def native_entry(layer):
     if isinstance(layer, rnn.RNN):  # Keras's rnn/cell/vars, rnn/cell/cells/<cell>/vars
         cell = layer.cell
         if isinstance(cell, rnn.StackedRNNCells):
-            cells = {c.name: (type(c).__name__, c.name, legacy_weights(c), None, None)
-                     for c in cell.cells}
+            keys = h5_format.native_layer_keys([type(c).__name__ for c in cell.cells])
+            cells = {key: (type(c).__name__, c.name, legacy_weights(c), None, None)
+                     for key, c in zip(keys, cell.cells)}
             inner = {"cells": ("list", "cells", [], None, cells)}
             return (cls, layer.name, [], None,
                     {"cell": (type(cell).__name__, cell.name, [], None, inner)})

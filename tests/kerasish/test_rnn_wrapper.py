@@ -127,15 +127,17 @@ def test_weights_file_has_keras_cell_layout(tmp_path):
 
     inputs = keras.Input((4, 2))
     seq = layers.RNN(layers.LSTMCell(3), return_sequences=True, name="one")(inputs)
-    model = keras.Model(inputs, layers.RNN([layers.GRUCell(2, name="g"),
+    model = keras.Model(inputs, layers.RNN([layers.GRUCell(2, name="g"), layers.GRUCell(2),
                                             layers.SimpleRNNCell(2, name="s")], name="two")(seq))
     path = str(tmp_path / "cells.weights.h5")
     model.save_weights(path)
     with h5py.File(path) as f:
         names = []
         f.visit(names.append)
-    for key in ("layers/one/cell/vars/2", "layers/two/cell/cells/g/vars/2",
-                "layers/two/cell/cells/s/vars/2"):
+    # Keras 3 keys layers and cells by class (snake_case, _1 for a repeat), not by name
+    for key in ("layers/rnn/cell/vars/2", "layers/rnn_1/cell/cells/gru_cell/vars/2",
+                "layers/rnn_1/cell/cells/gru_cell_1/vars/2",
+                "layers/rnn_1/cell/cells/simple_rnn_cell/vars/2"):
         assert key in names
     again = keras.Model.from_config(model.get_config())
     again.load_weights(path)
