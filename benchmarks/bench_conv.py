@@ -34,6 +34,7 @@ for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL
 
 import numpy as np  # noqa: E402
 
+import kernels_numba  # noqa: E402
 from kernels_numba import ops  # noqa: E402
 
 LAYERS = [  # name, x shape (without batch), w shape (HWIO)
@@ -66,14 +67,21 @@ def _ours(x_shape, w_shape):
     ws = np.empty(ops.conv2d_workspace_shape(x_shape, w_shape), np.float32)
 
     def step():
-        ops.conv2d_forward(y, x, w, b, ws, activation="relu")
-        ops.conv2d_backward_data(dx, dy, w, ws)
-        ops.conv2d_backward_filter(dw, db, dy, x, ws)
+        with kernels_numba.cpu_work():  # as in training: NumPy's OpenBLAS at one thread
+            ops.conv2d_forward(y, x, w, b, ws, activation="relu")
+            ops.conv2d_backward_data(dx, dy, w, ws)
+            ops.conv2d_backward_filter(dw, db, dy, x, ws)
+
+    def in_work(fn):
+        def run():
+            with kernels_numba.cpu_work():
+                fn()
+        return run
 
     parts = {
-        "fwd": lambda: ops.conv2d_forward(y, x, w, b, ws, activation="relu"),
-        "bwd_data": lambda: ops.conv2d_backward_data(dx, dy, w, ws),
-        "bwd_filter": lambda: ops.conv2d_backward_filter(dw, db, dy, x, ws),
+        "fwd": in_work(lambda: ops.conv2d_forward(y, x, w, b, ws, activation="relu")),
+        "bwd_data": in_work(lambda: ops.conv2d_backward_data(dx, dy, w, ws)),
+        "bwd_filter": in_work(lambda: ops.conv2d_backward_filter(dw, db, dy, x, ws)),
     }
     return step, parts
 
@@ -100,7 +108,9 @@ def _torch(x_shape, w_shape):
 
 
 def main():
-    wait = os.environ.get("OMP_WAIT_POLICY") or "default (short spin, then sleep)"
+    native = kernels_numba.BLAS_THREADS.startswith("native")
+    wait = os.environ.get("OMP_WAIT_POLICY") or (
+        "PASSIVE for numba's pool only" if native else "default (short spin, then sleep)")
     print(f"batch {ARGS.batch}, {ARGS.threads} threads, best of {ARGS.repeats}, "
           f"OMP_WAIT_POLICY={wait}")
     have_torch = True

@@ -6,7 +6,7 @@ CPU: matmul, dense_forward and dense_backward at the MNIST-MLP shape
 of our tiled SGEMM at 512^3, 2048^3, 4096^3 and both tile sizes, against cuBLAS via
 cupy or torch when one is importable. Every result is checked before it is timed.
 
-    python benchmarks/bench_gemm.py [--repeat 20] [--sizes 512,2048,4096]
+    python benchmarks/bench_gemm.py [--repeat 20] [--sizes 512,2048,4096] [--cuda-only]
 """
 
 import argparse
@@ -95,8 +95,9 @@ def bench_cpu(repeat, rounds=3, n=64, f_in=784, f_out=256):
     ours = {key: [] for key in cases}
     ref = {key: [] for key in cases}
     for _ in range(rounds):
-        for key, (_, fn) in cases.items():
-            ours[key].append(_time(fn, repeat))
+        with kn.cpu_work():  # as in training: NumPy's OpenBLAS at one thread
+            for key, (_, fn) in cases.items():
+                ours[key].append(_time(fn, repeat))
         for key, seconds in _numpy_reference(repeat).items():
             ref[key].append(seconds)
     for key, (label, _) in cases.items():
@@ -131,6 +132,7 @@ def bench_cuda(repeat, sizes):
     ref = _cublas()
     print(f"CUDA SGEMM (reference: {'cuBLAS via ' + ref[0] if ref else 'none: no cupy/torch'}):")
     rng = np.random.default_rng(0)
+    rows = []  # (size, our GFLOP/s, cuBLAS GFLOP/s or None)
     for s in sizes:
         a_h = rng.standard_normal((s, s)).astype(np.float32)
         b_h = rng.standard_normal((s, s)).astype(np.float32)
@@ -156,7 +158,10 @@ def bench_cuda(repeat, sizes):
         if ref:
             line += f"   cuBLAS {flops / t_ref / 1e9:8.0f} GFLOP/s   ({t_ref / t_ops:4.2f}x)"
         print(line)
+        rows.append((s, flops / t_ops / 1e9, flops / t_ref / 1e9 if ref else None))
 
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return rows  # the MLP-shape dense below takes minutes under the simulator
     n, f_in, f_out = 64, 784, 256
     x, w = kn.to_device(rng.standard_normal((n, f_in)).astype(np.float32), "cuda"), \
         kn.to_device(rng.standard_normal((f_in, f_out)).astype(np.float32), "cuda")
@@ -167,19 +172,31 @@ def bench_cuda(repeat, sizes):
     t_b = _time(lambda: ops.dense_backward(dx, dw, db, dy, x, w), repeat, sync)
     print(f"  dense ({n}x{f_in})·({f_in}x{f_out}): forward {t_f * 1e6:7.1f} us, "
           f"backward {t_b * 1e6:7.1f} us (launch overhead included)")
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--sizes", default="512,2048,4096")
+    parser.add_argument("--cuda-only", action="store_true", help="skip the CPU benchmarks")
+    parser.add_argument("--simulator", action="store_true",
+                        help="run the CUDA part under NUMBA_ENABLE_CUDASIM=1 too (tiny sizes: "
+                             "scripts/gpu_check.sh's dry run; its numbers mean nothing)")
     args = parser.parse_args()
-    bench_cpu(args.repeat)
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or not kn.cuda_available():
+    if not args.cuda_only:
+        bench_cpu(args.repeat)
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    if (simulated and not args.simulator) or not kn.cuda_available():
         print("CUDA: skipped (no GPU; the simulator is not worth timing)")
-        return
-    bench_cuda(args.repeat, [int(s) for s in args.sizes.split(",")])
+        return 1 if args.cuda_only else 0
+    rows = bench_cuda(args.repeat, [int(s) for s in args.sizes.split(",")])
+    summary = "; ".join(f"{s}^3 {ours:.0f} GFLOP/s" + (f" vs cuBLAS {ref:.0f} ({ours / ref:.2f}x)"
+                                                      if ref else "")
+                        for s, ours, ref in rows)
+    print(f"RESULT SGEMM (ops.matmul) {summary}" + (" [simulator]" if simulated else ""))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,9 +4,12 @@ kerasish (MultiHeadAttention on the fused attention kernel) vs PyTorch
 nn.TransformerEncoderLayer, side by side in one run; then the attention op's memory at
 seq 128, 512, 2048.
 
-Each framework runs in its own worker process (own threads, own peak RSS); rounds
-alternate kerasish, PyTorch, ... so a change in machine load hits both alike. A round is
-STEPS training steps; the medians and their ratio (kerasish / PyTorch) are printed.
+On the isolated harness (benchmarks/isolated.py): the batch is written as .npy files;
+each round is a fresh process (kerasish: `--worker`; PyTorch: benchmarks/peer_torch.py
+under `python -I`, NumPy and torch only, our variables removed) that runs two "epochs"
+of --steps training steps and times the second; rounds alternate kerasish / PyTorch,
+then PyTorch / kerasish, for --rounds pairs (at least 3). The medians of the per-step
+times, their ratio (kerasish / PyTorch), peak RSS and the CPU model and ISA are printed.
 
 Memory: the bytes of every buffer attention_forward/backward touch (q, k, v, out, lse,
 dq, dk, dv, dout and the workspace, whose size does not depend on T) against the
@@ -14,25 +17,29 @@ dq, dk, dv, dout and the workspace, whose size does not depend on T) against the
 its probabilities in the backward), and the measured peak-RSS growth of one
 forward+backward at each length (batch 2, run in increasing T in a fresh process).
 
-    python -m benchmarks.bench_transformer [--rounds R] [--steps S]
+    python -m benchmarks.bench_transformer [--rounds R] [--steps S] [--batch B] [--seq T]
+        [--no-memory]
 """
 
 import argparse
 import multiprocessing as mp
 import os
 import resource
-import statistics
+import sys
+import tempfile
 import time
 
 import numpy as np
 
+from benchmarks import isolated
+
 BATCH, SEQ, D, HEADS, FFN, LAYERS = 32, 128, 128, 4, 512, 2
 
 
-def data(seed=0):
+def data(seed=0, batch=BATCH, seq=SEQ):
     rng = np.random.default_rng(seed)
-    x = rng.normal(size=(BATCH, SEQ, D)).astype(np.float32)
-    return x, rng.normal(size=(BATCH, SEQ, D)).astype(np.float32)
+    x = rng.normal(size=(batch, seq, D)).astype(np.float32)
+    return x, rng.normal(size=(batch, seq, D)).astype(np.float32)
 
 
 def kerasish_step(x, y):
@@ -41,7 +48,7 @@ def kerasish_step(x, y):
 
     L = kerasish.layers
     kerasish.utils.set_random_seed(0)
-    inp = kerasish.Input((SEQ, D))
+    inp = kerasish.Input(x.shape[1:])
     h = inp
     for _ in range(LAYERS):  # as nn.TransformerEncoderLayer(norm_first=False)
         a = MultiHeadAttention(num_heads=HEADS, key_dim=D // HEADS)(h, h)
@@ -53,70 +60,31 @@ def kerasish_step(x, y):
     return lambda: model.train_on_batch(x, y)
 
 
-def torch_step(x, y):
-    import torch
-
-    torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(D, HEADS, dim_feedforward=FFN, dropout=0.0,
-                                             batch_first=True)
-    net = torch.nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
-    opt = torch.optim.Adam(net.parameters(), 1e-4, eps=1e-7)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-
-    def step():
-        net.train()
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(net(xt), yt)
-        loss.backward()
-        opt.step()
-    return step
-
-
-def _worker(framework, steps, conn):
-    if framework == "torch":
-        os.environ["KERNELS_NUMBA_BLAS"] = "native"
-        import numba
-        import torch
-
-        import kernels_numba  # noqa: F401 - same thread count as kerasish's pool
-
-        torch.set_num_threads(numba.get_num_threads())
-    x, y = data()
-    step = (kerasish_step if framework == "kerasish" else torch_step)(x, y)
-    for _ in range(2):  # compile / warm up
-        step()
-    conn.send("ready")
-    while conn.recv() == "round":
+def worker(a):
+    """A fresh kerasish process: two rounds of --steps steps, the second timed."""
+    x = np.load(os.path.join(a.data, "x.npy"))
+    y = np.load(os.path.join(a.data, "y.npy"))
+    step = kerasish_step(x, y)
+    times = []
+    for _ in range(2):  # the first compiles and plans
         t0 = time.perf_counter()
-        for _ in range(steps):
+        for _ in range(a.steps):
             step()
-        conn.send(((time.perf_counter() - t0) / steps,
-                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        times.append((time.perf_counter() - t0) / a.steps)
+    isolated.reply(framework="kerasish", epochs=times, epoch_s=times[-1],
+                   peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def compare(rounds, steps):
-    ctx = mp.get_context("spawn")
-    workers = {}
-    for name in ("kerasish", "torch"):
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(name, steps, child), daemon=True)
-        proc.start()
-        workers[name] = (proc, parent)
-    for name, (_, conn) in workers.items():
-        if conn.recv() != "ready":
-            raise RuntimeError(f"the {name} worker did not start")
-    times, peaks = {name: [] for name in workers}, {}
-    for _ in range(rounds):
-        for name, (_, conn) in workers.items():
-            conn.send("round")
-            seconds, peaks[name] = conn.recv()
-            times[name].append(seconds)
-    for proc, conn in workers.values():
-        conn.send("stop")
-        proc.join()
-    med = {name: statistics.median(v) for name, v in times.items()}
-    pairs = [a / b for a, b in zip(times["kerasish"], times["torch"])]
-    return times, med, peaks, med["kerasish"] / med["torch"], statistics.median(pairs)
+def compare(rounds, steps, batch=BATCH, seq=SEQ):
+    """benchmarks.isolated.alternate's dict: seconds per training step, fresh processes."""
+    x, y = data(0, batch, seq)
+    with tempfile.TemporaryDirectory(prefix="bench-transformer-") as tmp:
+        isolated.write_arrays(tmp, x=x, y=y)
+        ours = [sys.executable, "-m", "benchmarks.bench_transformer", "--worker", "--data",
+                tmp, "--steps", str(steps)]
+        peer = isolated.peer_command("transformer", tmp, steps=steps)
+        return isolated.alternate({"kerasish": (ours, isolated.our_env(), False),
+                                   "PyTorch": (peer, isolated.peer_env(), True)}, rounds)
 
 
 def _rss_mb():
@@ -166,27 +134,36 @@ def memory():
     return rows
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=5, help="fresh-process pairs, at least 3")
     p.add_argument("--steps", type=int, default=3, help="training steps per round")
-    a = p.parse_args()
-    times, med, peaks, ratio, pair = compare(a.rounds, a.steps)
-    print(f"Transformer encoder x{LAYERS} (seq {SEQ}, d {D}, {HEADS} heads, ffn {FFN}, batch "
-          f"{BATCH}) train step, {a.rounds} alternating rounds of {a.steps}: kerasish "
-          f"{med['kerasish'] * 1e3:.0f} ms, PyTorch {med['torch'] * 1e3:.0f} ms (medians), "
-          f"ratio {ratio:.2f} (median per-round {pair:.2f}); peak RSS kerasish "
-          f"{peaks['kerasish']:.0f} MB, PyTorch {peaks['torch']:.0f} MB", flush=True)
-    print("  rounds (ms/step): kerasish " + " ".join(f"{v * 1e3:.0f}" for v in
-                                                     times["kerasish"]) +
-          " | PyTorch " + " ".join(f"{v * 1e3:.0f}" for v in times["torch"]), flush=True)
+    p.add_argument("--batch", type=int, default=BATCH)
+    p.add_argument("--seq", type=int, default=SEQ)
+    p.add_argument("--no-memory", action="store_true", help="skip the attention memory table")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--data", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        return worker(a)
+    r = compare(a.rounds, a.steps, a.batch, a.seq)
+    peaks = {name: max(res["peak_mb"] for res in r["results"][name]) for name in r["names"]}
+    label = (f"Transformer encoder x{LAYERS} (seq {a.seq}, d {D}, {HEADS} heads, ffn {FFN}, "
+             f"batch {a.batch}) train step, {a.steps} steps per round")
+    print(isolated.result_line(label, r, unit="ms", scale=1e3, timed="2nd round timed") +
+          "; peak RSS " + ", ".join(
+        f"{name} {mb:.0f} MB" for name, mb in peaks.items()), flush=True)
+    print(isolated.times_line(r, unit="ms", scale=1e3), flush=True)
+    if a.no_memory:
+        return 0
     print("attention op memory (fwd+bwd, batch 2 x 4 heads x 32; plan at batch 32):")
     for t, op_bytes, ws, grown, sec, plan, scores in memory():
         print(f"  T={t:5d}: op buffers {op_bytes / 2**20:7.2f} MiB (workspace {ws / 2**10:.0f} "
               f"KiB), peak RSS growth {grown:6.1f} MiB, {sec:.2f} s; batch-32 plan "
               f"{plan / 2**20:7.1f} MiB vs an unfused score matrix {scores / 2**20:8.1f} MiB",
               flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

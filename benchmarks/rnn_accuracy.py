@@ -14,14 +14,47 @@ frameworks' thread pools never share one).
 import argparse
 import json
 import multiprocessing as mp
-import os
 import queue as queue_module
 import statistics
 import time
 
 import numpy as np
 
-from benchmarks.bench_rnn import BATCH, kerasish_trainer, torch_trainer
+from benchmarks.bench_rnn import BATCH, UNITS, kerasish_trainer
+
+
+def torch_trainer(kind, x, y, seed=0):
+    """A function running one epoch of the recipe in PyTorch (Keras's Adam epsilon)."""
+    import torch
+
+    torch.manual_seed(seed)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
+            self.rnn = cls(28, UNITS, batch_first=True)
+            self.fc = torch.nn.Linear(UNITS, 10)
+
+        def forward(self, v):
+            out, _ = self.rnn(v)
+            return self.fc(out[:, -1])
+
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), 1e-3, eps=1e-7)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y).long()
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def epoch():
+        net.train()
+        perm = torch.randperm(len(xt))
+        for i in range(0, len(xt), BATCH):
+            idx = perm[i:i + BATCH]
+            opt.zero_grad()
+            loss = lossf(net(xt[idx]), yt[idx])
+            loss.backward()
+            opt.step()
+    return net, epoch
 
 
 def load(samples):
@@ -53,8 +86,6 @@ def torch_accuracy(kind, seed, epochs, x, y, xt, yt):
 
 
 def _run(framework, kind, seed, epochs, samples, queue):
-    if framework == "torch":  # the data loader imports kerasish: leave NumPy's BLAS alone
-        os.environ["KERNELS_NUMBA_BLAS"] = "native"
     fn = kerasish_accuracy if framework == "kerasish" else torch_accuracy
     queue.put(fn(kind, seed, epochs, *load(samples)))
 

@@ -1,6 +1,6 @@
 """Train the reference models in kerasish and in PyTorch side by side; compare speed.
 
-    python -m benchmarks.train [--model mlp|cnn|both] [--repeats 3] [--epochs 3]
+    python -m benchmarks.train [--model mlp|cnn|both] [--repeats 3] [--epochs 2]
         [--images N] [--threads 2] [--device cpu|cuda] [--quick] [--json FILE]
         [--no-compile-time]
 
@@ -14,13 +14,15 @@ adds eps to sqrt(v_hat), Keras to sqrt(v) before the bias correction, a differen
 eps*sqrt(1-beta_2^t)), the same data order (one permutation per epoch from the seed)
 and batch size. The CNN's softmax + cross-entropy is torch's cross_entropy on logits.
 
-Each framework runs in its own worker process (each keeps its threading defaults: in
-one process torch's libgomp, loaded first with global symbols, also serves numba's
-parallel loops and spins after them, slowing kerasish ~15x). The parent alternates
-epochs between the two (who goes first alternates too), so both see the same machine
-load; they never run at the same time. Epoch 0 (compilation, warm-up) is left out:
-a repeat's steady-state epoch time is the median of its later epochs, and the
-reported ratio is the median over repeats of kerasish/PyTorch.
+On the isolated harness (benchmarks/isolated.py): the images (and, for PyTorch,
+kerasish's initial weights in torch's layout) are written as .npy files; every repeat
+is a pair of fresh processes, kerasish (`--worker kerasish`) and PyTorch
+(benchmarks/peer_torch.py under `python -I`: NumPy and torch only, none of our
+environment variables), the order flipping every pair, never at the same time. Each
+process trains --epochs epochs (default 2); the first (compilation, warm-up) is left
+out and the median of the others is its epoch time (with 2, the second epoch). The
+reported ratio is the median over pairs of kerasish/PyTorch; the CPU model and ISA are
+printed with it.
 
 Memory, per worker (Linux /proc): the resident set after imports and data loading;
 what training keeps on top of it (model, optimizer state, planned buffers, compiled
@@ -44,6 +46,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import isolated
+
 
 def _threads_from_argv(argv):
     for i, arg in enumerate(argv):
@@ -66,31 +70,35 @@ BATCH = 64
 DEFAULT_IMAGES = {"mlp": 60000, "cnn": 12000}
 QUICK_IMAGES = {"mlp": 6400, "cnn": 1280}
 FRAMEWORKS = ("kerasish", "torch")
-_REPLY = "@@bench "  # prefix of protocol lines on a worker's stdout
+NAMES = {"kerasish": "kerasish", "torch": "PyTorch"}  # the harness's names
 
 
 def _parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=3, help="per repeat; the first is warm-up")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="fresh-process pairs (kerasish, PyTorch), at least 3")
+    p.add_argument("--epochs", type=int, default=2,
+                   help="per process; the first is warm-up (2: the second is timed)")
     p.add_argument("--images", type=int, default=None,
                    help="training images (default 60000 MLP, 12000 CNN)")
     p.add_argument("--threads", type=int, default=2, help="numba, BLAS and torch threads")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--quick", action="store_true", help="small subsets, 2 epochs, 1 repeat")
+    p.add_argument("--quick", action="store_true", help="small subsets, 2 epochs, 3 pairs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--no-compile-time", action="store_true")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the per-step profile of kerasish (benchmarks/profile_step.py)")
-    p.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=("kerasish", "profile"), help=argparse.SUPPRESS)
+    p.add_argument("--data", help=argparse.SUPPRESS)
     p.add_argument("--child", choices=("compile",), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.repeats, args.epochs = 1, 2
-    if args.epochs < 2 or args.repeats < 1:
-        p.error("--epochs must be >= 2 (the first is warm-up) and --repeats >= 1")
+        args.repeats, args.epochs = isolated.MIN_PAIRS, 2
+    if args.epochs < 2 or args.repeats < isolated.MIN_PAIRS:
+        p.error(f"--epochs must be >= 2 (the first is warm-up) and --repeats >= "
+                f"{isolated.MIN_PAIRS}")
     return args
 
 
@@ -142,45 +150,28 @@ def _checksum(arrays):
     return float(sum(np.abs(np.asarray(a, np.float64)).sum() for a in arrays))
 
 
-def torch_twin(kind, kmodel, device):
-    """The same network in torch (logits out), initialised with kmodel's weights."""
-    import torch
-    from torch import nn
-
-    mods, hwc = [], None
+def torch_layout(kmodel):
+    """kmodel's weights in torch's parameter order and layout, as NumPy arrays (the peer,
+    benchmarks/peer_torch.py, builds the same network and loads them): conv kernels
+    HWIO -> OIHW, dense kernels transposed, and the rows of the Dense after Flatten
+    permuted from kerasish's (h, w, c) order to torch's (c, h, w)."""
+    out, hwc = [], None
     for layer in kmodel.layers:
         name = type(layer).__name__
         if name == "Conv2D":
-            k = layer.kernel.numpy()
-            conv = nn.Conv2d(k.shape[2], k.shape[3], k.shape[:2])
-            conv.weight.data = torch.from_numpy(k.transpose(3, 2, 0, 1).copy())  # HWIO->OIHW
-            conv.bias.data = torch.from_numpy(layer.bias.numpy())
-            mods += [conv, nn.ReLU()]
+            out += [layer.kernel.numpy().transpose(3, 2, 0, 1), layer.bias.numpy()]
             hwc = layer.output_shape[1:]
         elif name == "MaxPooling2D":
-            mods.append(nn.MaxPool2d(layer.pool_size, layer.strides))
             hwc = layer.output_shape[1:]
-        elif name == "Flatten":
-            mods.append(nn.Flatten())
         elif name == "Dense":
             k = layer.kernel.numpy()
-            if hwc is not None:  # rows of the first Dense: kerasish (h, w, c) -> torch (c, h, w)
+            if hwc is not None:
                 k = k.reshape(*hwc, -1).transpose(2, 0, 1, 3).reshape(k.shape)
                 hwc = None
-            lin = nn.Linear(*k.shape)
-            lin.weight.data = torch.from_numpy(np.ascontiguousarray(k.T))
-            lin.bias.data = torch.from_numpy(layer.bias.numpy())
-            mods.append(lin)
-            if layer.activation == "relu":
-                mods.append(nn.ReLU())
-        else:
-            raise ValueError(f"torch_twin: no torch equivalent for layer {name}")
-    model = nn.Sequential(*mods).to(device)
-    if kind == "mlp":
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    else:
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
-    return model, opt
+            out += [k.T, layer.bias.numpy()]
+        elif name != "Flatten":
+            raise ValueError(f"torch_layout: no torch equivalent for layer {name}")
+    return [np.ascontiguousarray(a, np.float32) for a in out]
 
 
 # -- workers: one process per framework ------------------------------------------------
@@ -247,225 +238,131 @@ class KerasishRunner:
         return res
 
     def launches(self):
-        """Kernel launches in one training step (counts kernels_numba.gpu launch calls)."""
-        counter, patched = [0], []
-        for name, mod in list(sys.modules.items()):
-            if name.startswith("kernels_numba.gpu.") and hasattr(mod, "launch"):
-                def counting(*a, _orig=mod.launch, **kw):
-                    counter[0] += 1
-                    return _orig(*a, **kw)
-
-                patched.append((mod, mod.launch))
-                mod.launch = counting
-        try:
-            self.model.train_on_batch(self.data[0][:BATCH], self.data[1][:BATCH])
-        finally:
-            for mod, orig in patched:
-                mod.launch = orig
-        return counter[0]
+        """Kernel launches in one training step (kernels_numba.record_launches)."""
+        return launches_per_step(self.model, self.data[0][:BATCH], self.data[1][:BATCH])
 
 
-class TorchRunner:
-    def __init__(self, kind, device, x, y, xt, yt):
-        import torch
+def launches_per_step(model, x, y, warmup=2):
+    """Kernel launches of one `train_on_batch` after `warmup` steps, i.e. of a replayed
+    launch plan as fit runs it: counted by kernels_numba.record_launches, which replay
+    honours (a replayed step calls the kernels directly, not each module's `launch`)."""
+    import kernels_numba
 
-        self.kind, self.device = kind, device
-        self.x = self._inputs(x)  # NCHW once; each epoch gathers its order outside timing
-        self.y = torch.from_numpy(y)
-        self.xt, self.yt = self._inputs(xt).to(device), torch.from_numpy(yt).to(device)
-        self.model = self.opt = None
-
-    def _inputs(self, x):
-        import torch
-
-        return torch.from_numpy(x if self.kind == "mlp" else
-                                np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-
-    def init(self, seed):
-        kmodel = kerasish_model(self.kind, seed, "cpu")  # same seed: same initial weights
-        self.model, self.opt = torch_twin(self.kind, kmodel, self.device)
-        return _checksum(kmodel.get_weights())
-
-    def _sync(self):
-        if self.device == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-
-    def epoch(self, seed, epoch):
-        import torch
-        import torch.nn.functional as F
-
-        perm = torch.from_numpy(epoch_order(seed, epoch, len(self.x)))
-        x, y = self.x[perm].to(self.device), self.y[perm].to(self.device)
-        model, opt = self.model, self.opt
-        model.train()
-        loss_sum = torch.zeros((), device=self.device)
-        correct = torch.zeros((), dtype=torch.int64, device=self.device)
-        rss0 = _mem_begin()
-        start = time.perf_counter()
-        for i in range(0, len(x), BATCH):
-            xb, yb = x[i:i + BATCH], y[i:i + BATCH]
-            opt.zero_grad(set_to_none=True)
-            out = model(xb)
-            loss = F.cross_entropy(out, yb)
-            loss.backward()
-            opt.step()
-            with torch.no_grad():  # running loss and accuracy, as kerasish's fit reports
-                loss_sum += loss * len(xb)
-                correct += (out.argmax(1) == yb).sum()
-        self._sync()
-        elapsed = time.perf_counter() - start
-        return elapsed, loss_sum.item() / len(x), correct.item() / len(x), _mem_end(rss0)
-
-    def evaluate(self):
-        import torch
-
-        self.model.eval()
-        with torch.no_grad():
-            hits = sum(int((self.model(self.xt[i:i + 256]).argmax(1) ==
-                            self.yt[i:i + 256]).sum()) for i in range(0, len(self.xt), 256))
-        return hits / len(self.xt)
-
-    def launches(self):
-        """CUDA kernels in one forward + backward + step (torch.profiler)."""
-        import torch.nn.functional as F
-        from torch.profiler import ProfilerActivity, profile
-
-        xb, yb = self.x[:BATCH].to(self.device), self.y[:BATCH].to(self.device)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            self.opt.zero_grad(set_to_none=True)
-            F.cross_entropy(self.model(xb), yb).backward()
-            self.opt.step()
-            self._sync()
-        return sum(1 for e in prof.events() if str(e.device_type).endswith("CUDA"))
+    for _ in range(warmup):
+        model.train_on_batch(x, y)
+    with kernels_numba.record_launches() as calls:
+        model.train_on_batch(x, y)
+    return len(calls)
 
 
-def worker_main(args, images):
-    """Serve JSON commands on stdin: init, epoch, evaluate, launches, quit."""
-    if args.worker == "torch":
-        import torch  # before kerasish: torch's libgomp keeps its own defaults
-
-        torch.set_num_threads(args.threads)
-    x, y, xt, yt = load_data(args.model, images)
-    runner = (KerasishRunner if args.worker == "kerasish" else TorchRunner)(
-        args.model, args.device, x, y, xt, yt)
-    base = _status_kib("VmRSS")
-
-    def reply(**kw):
-        sys.stdout.write(_REPLY + json.dumps(kw) + "\n")
-        sys.stdout.flush()
-
-    reply(ready=True, base_mib=base / 1024, threads=_thread_info())
-    for line in sys.stdin:
-        cmd = json.loads(line)
-        op = cmd.pop("op")
-        if op == "quit":
-            return 0
-        if op == "epoch":
-            t, loss, acc, peak = runner.epoch(**cmd)
-            reply(time=t, loss=loss, acc=acc, peak_mib=peak,
-                  retained_mib=(_status_kib("VmRSS") - base) / 1024)
-        else:
-            reply(value=getattr(runner, op)(**cmd))
-    return 0
-
-
-def _thread_info():
+def worker_main(args):
+    """A fresh kerasish process: one repeat (init from --seed, --epochs epochs, the test
+    accuracy), or the step profile; one result line."""
     import numba
 
-    return {"numba": numba.config.NUMBA_NUM_THREADS,
-            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
-
-
-class Worker:
-    """Parent side of a worker process."""
-
-    def __init__(self, framework, kind, images, args):
-        cmd = [sys.executable, "-m", "benchmarks.train", "--worker", framework,
-               "--model", kind, "--images", str(images), "--threads", str(args.threads),
-               "--device", args.device, "--epochs", str(args.epochs)]
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.hello = self._read()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            if line.startswith(_REPLY):
-                return json.loads(line[len(_REPLY):])
-        raise RuntimeError(f"benchmark worker exited with {self.proc.wait()}")
-
-    def call(self, op, **kw):
-        self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=60)
+    data = [np.load(os.path.join(args.data, f"{n}.npy")) for n in ("x", "y", "xt", "yt")]
+    runner = KerasishRunner(args.model, args.device, *data)
+    base = _status_kib("VmRSS")
+    checksum = runner.init(args.seed)
+    if args.worker == "profile":
+        isolated.reply(profile=runner.profile())
+        return 0
+    rec = [runner.epoch(args.seed, e) for e in range(args.epochs)]
+    times = [r[0] for r in rec]
+    result = {"framework": "kerasish", "epochs": times,
+              "epoch_s": float(np.median(times[1:])), "loss": rec[-1][1], "acc": rec[-1][2],
+              "test_acc": runner.evaluate(), "checksum": checksum,
+              "memory_mib": {"base": base / 1024, "first_epoch_peak": rec[0][3],
+                             "steady_epoch_peak": max(r[3] for r in rec[1:]),
+                             "retained": (_status_kib("VmRSS") - base) / 1024},
+              "threads": {"numba": numba.config.NUMBA_NUM_THREADS,
+                          "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}}
+    if args.device == "cuda":
+        result["launches"] = runner.launches()
+    isolated.reply(**result)
+    return 0
 
 
 # -- the alternating comparison ----------------------------------------------------------
 
+def _prepare(kind, args, images, tmp):
+    """The data for both sides, and for each repeat's seed kerasish's initial weights in
+    torch's layout (tmp/seed<S>/p<i>.npy); returns {seed: checksum of those weights}."""
+    x, y, xt, yt = load_data(kind, images)
+    isolated.write_arrays(tmp, x=x, y=y, xt=xt, yt=yt)
+    sums = {}
+    for r in range(args.repeats):
+        seed = args.seed + r
+        kmodel = kerasish_model(kind, seed, "cpu")
+        sums[seed] = _checksum(kmodel.get_weights())
+        params = torch_layout(kmodel)
+        isolated.write_arrays(os.path.join(tmp, f"seed{seed}"),
+                              **{f"p{i}": a for i, a in enumerate(params)})
+    return sums
+
+
 def compare(kind, args, images):
-    workers = {fw: Worker(fw, kind, images, args) for fw in FRAMEWORKS}
-    try:
-        repeats = []
-        for r in range(args.repeats):
-            seed = args.seed + r
-            sums = {fw: w.call("init", seed=seed)["value"] for fw, w in workers.items()}
-            if not np.isclose(sums["kerasish"], sums["torch"], rtol=1e-6):
-                raise RuntimeError(f"initial weights differ between the workers: {sums}")
-            rec = {fw: [] for fw in FRAMEWORKS}
-            for epoch in range(args.epochs):
-                order = FRAMEWORKS if (epoch + r) % 2 == 0 else FRAMEWORKS[::-1]
-                for fw in order:
-                    rec[fw].append(workers[fw].call("epoch", seed=seed, epoch=epoch))
-                print(f"  {kind} repeat {r} epoch {epoch}: " + ", ".join(
-                    f"{fw} {rec[fw][-1]['time']:.2f} s" for fw in FRAMEWORKS), flush=True)
-            for fw in FRAMEWORKS:
-                rec[fw + "_test_acc"] = workers[fw].call("evaluate")["value"]
-            if args.device == "cuda" and r == 0:
-                rec["launches"] = {fw: workers[fw].call("launches")["value"] for fw in FRAMEWORKS}
-            repeats.append(rec)
-        hello = {fw: w.hello for fw, w in workers.items()}
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
+        sums = _prepare(kind, args, images, tmp)
+
+        def ours(i):
+            cmd = [sys.executable, "-m", "benchmarks.train", "--worker", "kerasish", "--model",
+                   kind, "--data", tmp, "--seed", str(args.seed + i), "--threads",
+                   str(args.threads), "--device", args.device, "--epochs", str(args.epochs)]
+            return cmd, isolated.our_env(), False
+
+        def peer(i):
+            seed = args.seed + i
+            cmd = isolated.peer_command(kind, tmp, weights=os.path.join(tmp, f"seed{seed}"),
+                                        seed=seed, epochs=args.epochs, threads=args.threads,
+                                        device=args.device)
+            return cmd, isolated.peer_env(), True
+
+        def progress(i, name, res):
+            if name == "kerasish" and abs(res["checksum"] - sums[args.seed + i]) > \
+                    1e-6 * abs(sums[args.seed + i]):
+                raise RuntimeError(f"kerasish's initial weights differ from the ones given "
+                                   f"to PyTorch: {res['checksum']} vs {sums[args.seed + i]}")
+            print(f"  {kind} pair {i} {name}: epochs " +
+                  " ".join(f"{t:.2f}" for t in res["epochs"]) + " s", flush=True)
+
+        res = isolated.alternate({"kerasish": ours, "PyTorch": peer}, args.repeats,
+                                 on_result=progress)
         prof = None
         if args.device == "cpu" and not args.no_profile:
-            prof = workers["kerasish"].call("profile")["value"]
-    finally:
-        for w in workers.values():
-            w.close()
-    out = summarize(kind, repeats, images, hello, args)
+            cmd = ours(0)[0]
+            cmd[cmd.index("--worker") + 1] = "profile"
+            prof = isolated.run(cmd, isolated.our_env())["profile"]
+    out = summarize(kind, res, images, args)
     out["profile"] = prof
     return out
 
 
-def summarize(kind, repeats, n_images, hello, args):
+def summarize(kind, res, n_images, args):
     steps = -(-n_images // BATCH)
     out = {"model": kind, "images": n_images, "batch": BATCH, "epochs": args.epochs,
            "repeats": args.repeats, "threads": args.threads, "device": args.device,
-           "launches_per_step": repeats[0].get("launches")}
-    steady = {}
+           "machine": res["machine"], "harness": "benchmarks/isolated.py",
+           "launches_per_step": None}
     for fw in FRAMEWORKS:
-        steady[fw] = [float(np.median([e["time"] for e in r[fw][1:]])) for r in repeats]
-        first = repeats[0][fw]
+        runs = res["results"][NAMES[fw]]
+        steady = [r["epoch_s"] for r in runs]
+        first = runs[0]
         out[fw] = {
-            "epoch_s": float(np.median(steady[fw])),
-            "ms_per_step": 1e3 * float(np.median(steady[fw])) / steps,
-            "first_epoch_s": float(np.median([r[fw][0]["time"] for r in repeats])),
-            "epoch_times": [[e["time"] for e in r[fw]] for r in repeats],
-            "test_acc": [r[fw + "_test_acc"] for r in repeats],
-            "final_train": [(r[fw][-1]["loss"], r[fw][-1]["acc"]) for r in repeats],
-            "memory_mib": {"base": hello[fw]["base_mib"], "first_epoch_peak": first[0]["peak_mib"],
-                           "steady_epoch_peak": max(e["peak_mib"] for e in first[1:]),
-                           "retained": first[-1]["retained_mib"]},
-            "threads": hello[fw]["threads"],
+            "epoch_s": float(np.median(steady)),
+            "ms_per_step": 1e3 * float(np.median(steady)) / steps,
+            "first_epoch_s": float(np.median([r["epochs"][0] for r in runs])),
+            "epoch_times": [r["epochs"] for r in runs],
+            "test_acc": [r["test_acc"] for r in runs],
+            "final_train": [(r["loss"], r["acc"]) for r in runs],
+            "memory_mib": first["memory_mib"],
+            "threads": first["threads"],
         }
-    ratios = [k / t for k, t in zip(steady["kerasish"], steady["torch"])]
-    out["ratio_median"], out["ratios"] = float(np.median(ratios)), ratios
+        if "launches" in first:
+            out["launches_per_step"] = {**(out["launches_per_step"] or {}),
+                                        fw: first["launches"]}
+    out["ratios"] = res["pair_ratios"]
+    out["ratio_median"] = float(np.median(res["pair_ratios"]))
     out["test_acc_gap_points"] = 100 * float(np.mean(out["kerasish"]["test_acc"]) -
                                              np.mean(out["torch"]["test_acc"]))
     return out
@@ -510,11 +407,13 @@ def compile_time(args):
 
 def report(results, args):
     load = os.getloadavg()
-    print(f"\nbatch {BATCH}, {args.threads} threads, device {args.device}, load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (at the end)")
+    print(f"\nbatch {BATCH}, {args.threads} threads, device {args.device}, CPU "
+          f"{isolated.machine()}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+          f"(at the end); each epoch time from a fresh process (benchmarks/isolated.py)")
     for res in results["models"]:
         print(f"\n{res['model'].upper()}: {res['images']} Fashion-MNIST images, "
-              f"{res['epochs']} epochs x {res['repeats']} repeats (epoch 0 excluded)")
+              f"{res['repeats']} fresh-process pairs of {res['epochs']} epochs (epoch 0 "
+              f"excluded); CPU {res['machine']}")
         print(f"  {'':9s} {'epoch s':>8s} {'ms/step':>8s} {'1st epoch s':>11s} "
               f"{'test acc':>9s} {'final train loss/acc':>21s}")
         for fw in FRAMEWORKS:
@@ -525,7 +424,7 @@ def report(results, args):
                   f"{tl:12.4f} / {ta:.4f}")
         ratios = " ".join(f"{x:.2f}" for x in res["ratios"])
         flag = "" if abs(res["test_acc_gap_points"]) <= 0.5 else "  <-- more than 0.5 points"
-        print(f"  ratio kerasish/torch: {res['ratio_median']:.2f} (per repeat: {ratios}); "
+        print(f"  ratio kerasish/torch: {res['ratio_median']:.2f} (per pair: {ratios}); "
               f"test accuracy gap {res['test_acc_gap_points']:+.2f} points{flag}")
         for fw in FRAMEWORKS:
             m = res[fw]["memory_mib"]
@@ -549,6 +448,13 @@ def report(results, args):
             print(f"first CNN step ({kind} numba cache): {c['first_step_s']:.2f} s from "
                   f"`import kerasish` (import {c['import_s']:.2f} s; next step "
                   f"{1e3 * c['second_step_s']:.1f} ms)")
+    # one line for scripts/gpu_check.sh's summary
+    print("RESULT " + "; ".join(
+        f"{res['model'].upper()} {res['images']} images on {args.device}: "
+        f"{res['kerasish']['ms_per_step']:.2f} vs torch {res['torch']['ms_per_step']:.2f} "
+        f"ms/step (ratio {res['ratio_median']:.2f}), test acc "
+        f"{100 * np.mean(res['kerasish']['test_acc']):.1f}% vs "
+        f"{100 * np.mean(res['torch']['test_acc']):.1f}%" for res in results["models"]))
 
 
 def main(argv=None):
@@ -557,7 +463,7 @@ def main(argv=None):
     if args.child == "compile":
         return compile_child(args)
     if args.worker:
-        return worker_main(args, args.images)
+        return worker_main(args)
     results = {"command": " ".join(["python -m benchmarks.train", *(argv or sys.argv[1:])]),
                "models": []}
     for kind in kinds:

@@ -6,11 +6,14 @@ every batch on the CPU (free) and at most every ~0.1 s on CUDA (a read synchroni
 """
 
 import contextlib
+import functools
 import itertools
 import time
 from collections import OrderedDict
 
 import numpy as np
+
+import kernels_numba
 
 from kerasish.engine.compile_state import CompileState
 from kerasish.engine.data_plans import (
@@ -26,6 +29,19 @@ from kerasish.engine.executor import PREDICT, TEST, TRAIN
 from kerasish.engine.feeder import epoch_batches
 
 _READ_INTERVAL_S = 0.1
+
+
+def _cpu_work(method):
+    """Run a training or inference entry point inside kernels_numba.cpu_work() on the CPU:
+    NumPy's OpenBLAS at one thread until it returns, then as it was
+    (kernels_numba/first_use.py); on CUDA nothing is changed."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if getattr(self, "device", None) == "cuda":
+            return method(self, *args, **kwargs)
+        with kernels_numba.cpu_work():
+            return method(self, *args, **kwargs)
+    return run
 
 
 class Trainer(CompileState, DataPlans):
@@ -49,6 +65,7 @@ class Trainer(CompileState, DataPlans):
 
     # -- fit --------------------------------------------------------------------------
 
+    @_cpu_work
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
@@ -158,6 +175,7 @@ class Trainer(CompileState, DataPlans):
 
     # -- evaluate / predict -----------------------------------------------------------
 
+    @_cpu_work
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False):
         """Loss and metrics on the data: [loss, *metrics] (a scalar when only the loss)."""
@@ -194,6 +212,7 @@ class Trainer(CompileState, DataPlans):
             cbs.on_test_end(logs)
         return logs
 
+    @_cpu_work
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Model outputs for x, concatenated: one NumPy array per output, in the
         structure of the model's outputs (an array, a list or a dict)."""
@@ -236,24 +255,29 @@ class Trainer(CompileState, DataPlans):
 
     # -- single batches -----------------------------------------------------------------
 
+    @_cpu_work
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         """One training step on one batch; metrics are reset first (Keras 3)."""
         self._require_compiled("train_on_batch")
+        self._bind_labels(y, sample_weight, class_weight, "train_on_batch")
         x, y = self._check_x(x, "train_on_batch"), self._check_y(y, "train_on_batch")
         y = self._weighted(y, sample_weight, class_weight, "train_on_batch")
         self._reset_metrics()
         self._executor_on_batch(x, TRAIN, y).train_step(x, y)
         return self._batch_result(return_dict)
 
+    @_cpu_work
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
+        self._bind_labels(y, sample_weight, None, "test_on_batch")
         x, y = self._check_x(x, "test_on_batch"), self._check_y(y, "test_on_batch")
         y = self._weighted(y, sample_weight, None, "test_on_batch")
         self._reset_metrics()
         self._executor_on_batch(x, TEST, y).test_step(x, y)
         return self._batch_result(return_dict)
 
+    @_cpu_work
     def predict_on_batch(self, x):
         x = self._check_x(x, "predict_on_batch")
         return self._structured(self._executor_on_batch(x, PREDICT).predict_step(x))

@@ -6,22 +6,14 @@ twin (kernels_numba.cpu). `ops` validates and dispatches on the buffers' device.
 Imports and runs on machines without any CUDA driver.
 """
 
-import os
-
 from kernels_numba import _blas
 
-# OpenBLAS at one thread per call; kernels_numba.cpu.gemm splits GEMMs itself.
+# Finds NumPy's OpenBLAS and binds its cblas_sgemm; sets nothing. What kernels_numba
+# changes for the whole process, and when (never at import): kernels_numba/first_use.py.
 BLAS_THREADS = _blas.configure()
 
-if _blas.sgemm_function() is None:
-    # BLAS keeps its own threads: numba's OpenMP threads must then sleep right after each
-    # loop, or they hold the cores the next BLAS call needs (conv fwd+bwd 2x slower on
-    # 2 cores). With the split GEMM numba's pool does all the work, and the default short
-    # spin before sleeping wins (no wake-up latency between loops: CNN step 10-40% faster
-    # on 2 cores, more when another process is busy).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from kernels_numba import ops  # noqa: E402,F401
+from kernels_numba.first_use import cpu_work  # noqa: E402,F401
 from kernels_numba.device import (  # noqa: E402,F401
     CPU,
     CUDA,

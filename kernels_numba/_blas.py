@@ -1,16 +1,21 @@
-"""NumPy's OpenBLAS at one thread per call, and its cblas_sgemm for kernels_numba.cpu.gemm.
+"""NumPy's OpenBLAS at one thread per call during CPU work, and its cblas_sgemm for
+kernels_numba.cpu.gemm.
 
 OpenBLAS's own threading synchronises its workers inside every call by spinning and
 yielding, and keeps them spinning ~0.1 s after it; numba's parallel loops between two
 GEMMs then wait for a core, and on a 2-core machine with one other busy process a
-CNN training step ran 7-20x slower. So the loaded OpenBLAS is set to one thread
-through its exported C function, and kernels_numba.cpu.gemm runs one cblas_sgemm per
-block of the product on numba's threads (one pool for all CPU work, nothing spins).
+CNN training step ran 7-20x slower. So while kernels_numba works (first_use.cpu_work():
+kerasish's fit, evaluate, predict and the *_on_batch calls) the loaded OpenBLAS runs at
+one thread, set through its exported C function, and kernels_numba.cpu.gemm runs one
+cblas_sgemm per block of the product on numba's threads (one pool for all CPU work,
+nothing spins).
 
-This changes NumPy's BLAS for the whole process (a matmul in user code runs on one
-core too). KERNELS_NUMBA_BLAS=native keeps BLAS's own threading (then every GEMM is
-one np.matmul call). A BLAS other than OpenBLAS (MKL, Accelerate), or an OpenBLAS
-without these exports, is left alone.
+`configure()`, at import, only finds and binds the functions: it changes nothing (an
+OpenBLAS set to one thread at import made a NumPy 2048^2 matmul in user code 1.96x
+slower). `limit_threads()` / `restore_threads()` set and put back the count.
+KERNELS_NUMBA_BLAS=native keeps BLAS's own threading (then every GEMM is one np.matmul
+call). A BLAS other than OpenBLAS (MKL, Accelerate), or an OpenBLAS without these
+exports, is left alone.
 """
 
 import ctypes
@@ -20,10 +25,13 @@ import re
 MODE_VAR = "KERNELS_NUMBA_BLAS"
 _SET_THREADS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
                 "openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
+_GET_THREADS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+                "openblas_get_num_threads64_", "scipy_openblas_get_num_threads")
 # cblas_sgemm under the names NumPy's OpenBLAS builds export; "64_" ones take int64 sizes.
 _SGEMM = ("cblas_sgemm", "scipy_cblas_sgemm64_", "cblas_sgemm64_", "scipy_cblas_sgemm")
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
-_state = {"sgemm": None, "int_bits": 32, "report": "not configured", "core": None}
+_state = {"sgemm": None, "int_bits": 32, "report": "not configured", "core": None,
+          "set_threads": None, "get_threads": None}
 # OpenBLAS's AVX2 kernel sets, and what its AVX-512 one (SkylakeX) needs of the CPU.
 _AVX2_SETS = ("Haswell", "Zen")
 _AVX512_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl")
@@ -60,12 +68,14 @@ def _bind_sgemm(name, fn):
 
 
 def configure():
-    """Set OpenBLAS to one thread and bind cblas_sgemm, unless told not to."""
+    """Find the loaded OpenBLAS's thread setter and bind its cblas_sgemm, unless told not
+    to; sets nothing (limit_threads does, during CPU work)."""
     import numpy  # noqa: F401  (loads the BLAS whose threads we set)
 
     mode = os.environ.get(MODE_VAR, "split")
     if mode not in ("split", "native"):
         raise ValueError(f"{MODE_VAR}: expected 'split' or 'native'; received {mode!r}")
+    _state.update(set_threads=None, get_threads=None)
     if mode == "native":
         _state.update(sgemm=None, report="native: BLAS threads itself")
         return _state["report"]
@@ -75,13 +85,40 @@ def configure():
         except OSError:
             continue
         _, set_threads = _find(lib, _SET_THREADS)
+        _, get_threads = _find(lib, _GET_THREADS)
         sgemm_name, sgemm = _find(lib, _SGEMM)
-        if set_threads is not None and sgemm is not None:
-            set_threads(1)
+        if set_threads is not None and get_threads is not None and sgemm is not None:
+            set_threads.argtypes, get_threads.restype = [ctypes.c_int], ctypes.c_int
             _state.update(sgemm=_bind_sgemm(sgemm_name, sgemm), core=kernel_set(lib),
-                          report=f"split: {os.path.basename(path)} at 1 thread, {sgemm_name}")
+                          set_threads=set_threads, get_threads=get_threads,
+                          report=f"split: {os.path.basename(path)} at 1 thread during CPU "
+                                 f"work, {sgemm_name}")
             return _state["report"]
     _state.update(sgemm=None, report="native: no OpenBLAS thread control found")
+    return _state["report"]
+
+
+def limit_threads():
+    """OpenBLAS to one thread (split mode); returns the count it had, or None when there
+    is nothing to set (native mode, another BLAS)."""
+    get, set_ = _state["get_threads"], _state["set_threads"]
+    if get is None:
+        return None
+    before = int(get())
+    if before != 1:
+        set_(1)
+    return before
+
+
+def restore_threads(before):
+    """Put back the count limit_threads returned, unless the user has set one since."""
+    get, set_ = _state["get_threads"], _state["set_threads"]
+    if get is not None and before is not None and before != 1 and int(get()) == 1:
+        set_(before)
+
+
+def report():
+    """What configure found, in words."""
     return _state["report"]
 
 

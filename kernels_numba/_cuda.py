@@ -86,12 +86,15 @@ KERNELS = {}
 
 
 class KernelSpec:
-    """A registered kernel: the Python function and the signatures it is launched with."""
+    """A registered kernel: the Python function, the signatures it is launched with and
+    the dispatcher `kernel()` made (None for the probe, compiled only when it runs;
+    benchmarks/gpu_check/precompile.py compiles each signature into the disk cache)."""
 
     def __init__(self, name, pyfunc, signatures):
         self.name = name
         self.pyfunc = pyfunc
         self.signatures = signatures
+        self.dispatcher = None
 
     def __repr__(self):
         return f"KernelSpec({self.name}, {len(self.signatures)} signatures)"
@@ -141,6 +144,7 @@ def kernel(*signatures, **options):
         k = cuda.jit(**_jit_options(options))(pyfunc)
         if _lazy["DISK_CACHE"]:
             CACHE_ERROR = enable_disk_cache(k) or CACHE_ERROR
+        KERNELS[name].dispatcher = k
         return k
 
     return decorate
@@ -169,6 +173,23 @@ def ceil_div(a, b):
 def grid_1d(n, block=256):
     """(grid, block) covering n threads; never a zero-sized grid."""
     return max(1, ceil_div(n, block)), block
+
+
+MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z (x: 2**31 - 1)
+
+
+def fold_yz(n):
+    """(y, z) with y * z >= n and both <= MAX_GRID_YZ: n blocks over a grid's y and z
+    (the kernel takes block y + z * gridDim.y and returns past n). A clear error past
+    MAX_GRID_YZ**2 rather than a launch failure deep in the driver."""
+    limit = MAX_GRID_YZ
+    if n <= limit:
+        return max(1, n), 1
+    z = ceil_div(n, limit)
+    if z > limit:
+        raise ValueError(f"launch: expected at most {limit * limit} blocks over grid y*z; "
+                         f"received {n}")
+    return ceil_div(n, z), z
 
 
 class LaunchRecord:

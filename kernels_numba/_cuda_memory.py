@@ -60,10 +60,12 @@ def copy_stream():
 def _new_nonblocking_stream():
     cuda = _cuda._numba_cuda()
     # Why not cuda.stream(): it is created with CU_STREAM_DEFAULT, i.e. a *blocking*
-    # stream, and our kernels launch on stream 0, the legacy default stream, which
-    # implicitly synchronizes with every blocking stream. A copy issued behind queued
-    # kernels would then wait for them: no overlap. A CU_STREAM_NON_BLOCKING stream has
-    # no implicit synchronization with stream 0, so ordering is explicit (events).
+    # stream, which implicitly synchronizes with the legacy default stream (where
+    # synchronous copies go; kernels run on the blocking compute stream,
+    # _cuda.compute_stream). A copy issued behind queued work would then wait for it:
+    # no overlap. A CU_STREAM_NON_BLOCKING stream has no implicit synchronization with
+    # the legacy stream, so ordering is explicit (events recorded and waited on the
+    # compute stream, kernels_numba.device.Event).
     if _cuda.SIMULATOR:
         return cuda.stream()  # simulated streams are synchronous anyway
     cuda.current_context()  # the primary context must be current for the driver call

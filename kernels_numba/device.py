@@ -121,7 +121,10 @@ def copy_from_host(dst, host):
         raise ValueError(f"copy_from_host: expected shape {tuple(dst.shape)}; "
                          f"received {host.shape}")
     if device_of(dst) == CUDA:
-        _cuda_memory.copy_host_to_device(dst, np.ascontiguousarray(host))
+        host = np.ascontiguousarray(host)
+        if host.size and 0 in host.strides:  # x[..., None]: numba drops stride-0 axes
+            host = host.copy()               # as broadcast ones, then the shapes disagree
+        _cuda_memory.copy_host_to_device(dst, host)
     else:
         np.copyto(dst, host)
 
@@ -169,7 +172,10 @@ def use_in_this_thread(device=CUDA):
 class Event:
     """Orders work across streams; every method is a no-op on the CPU.
 
-    `stream=None` means the compute stream (stream 0, where every kernel launches).
+    `stream=None` means the compute stream (`_cuda.compute_stream()`, the one
+    non-default stream every kernel launches on), never the legacy stream 0: ordering
+    against the kernels must not rest on the legacy stream's implicit synchronisation
+    (gone under per-thread default streams).
     """
 
     __slots__ = ("_event",)
@@ -180,12 +186,12 @@ class Event:
     def record(self, stream=None):
         """Mark the point reached by the work issued so far on `stream`."""
         if self._event is not None:
-            self._event.record(0 if stream is None else stream)
+            self._event.record(_cuda.compute_stream() if stream is None else stream)
 
     def wait(self, stream=None):
         """Make later work on `stream` wait (on the device; the host goes on) for it."""
         if self._event is not None:
-            self._event.wait(0 if stream is None else stream)
+            self._event.wait(_cuda.compute_stream() if stream is None else stream)
 
     def synchronize(self):
         """Block the host until the recorded work is done."""

@@ -11,7 +11,7 @@ hijacks any module name containing "numba.cuda", which "kernels_numba.cuda" does
 
 import importlib
 
-from kernels_numba import _check
+from kernels_numba import _check, first_use
 
 _cache = {}
 
@@ -28,6 +28,8 @@ def impl(op, family, **arrays):
             from kernels_numba.device import check_cuda_available
 
             check_cuda_available()
+        else:
+            first_use.prepare()  # numba's threads, once (nothing at import)
         package = "gpu" if device == "cuda" else "cpu"
         module = importlib.import_module(f"kernels_numba.{package}.{family}")
         fn = _cache[key] = getattr(module, op)

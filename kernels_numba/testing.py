@@ -4,6 +4,9 @@ Op tests compare forward results with a float64 NumPy reference, and backward
 results with central finite differences of that reference (in float64).
 """
 
+import contextlib
+import sys
+
 import numpy as np
 
 from kernels_numba.device import to_device, to_host
@@ -57,3 +60,35 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-5, what=""):
             f"{what}: mismatch at {i}: got {actual[i]!r}, expected {expected[i]!r} "
             f"(max abs diff {np.abs(actual - expected).max():.3g}, rtol={rtol}, atol={atol})"
         )
+
+
+@contextlib.contextmanager
+def block_sizes(kind):
+    """Run the block under `kind`'s block constants ("simulator" or "hardware",
+    kernels_numba/gpu/_blocks.py): every loaded kernels_numba.gpu module's BLOCK,
+    TILE_ROWS, ROW_BLOCK are rebound, then restored. Simulator only: on hardware the
+    sizes are compiled into the kernels, and only the hardware set exists."""
+    from kernels_numba import _cuda
+    from kernels_numba.gpu import _blocks
+
+    if kind not in _blocks.KINDS:
+        raise ValueError(f"block_sizes: expected one of {_blocks.KINDS}; received {kind!r}")
+    if not _cuda.SIMULATOR:
+        if kind != "hardware":
+            raise RuntimeError("block_sizes: the simulator's sizes exist only under "
+                               "NUMBA_ENABLE_CUDASIM=1 (hardware kernels compile theirs in)")
+        yield
+        return
+    saved = []
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not name.startswith("kernels_numba.gpu."):
+            continue
+        for const in _blocks.SIZES:
+            if isinstance(getattr(mod, const, None), int):
+                saved.append((mod, const, getattr(mod, const)))
+                setattr(mod, const, _blocks.size(const, kind))
+    try:
+        yield
+    finally:
+        for mod, const, value in reversed(saved):
+            setattr(mod, const, value)

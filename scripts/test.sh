@@ -38,7 +38,9 @@ echo "== 1/3 CPU suite"
 echo "== 2/3 CUDA kernels under the Numba simulator"
 # model-level cases marked slow re-run kernels the kernel tests already cover op by op.
 # Two workers (pytest-xdist): the simulator runs each CUDA thread in Python on one core.
-NUMBA_ENABLE_CUDASIM=1 "$PY" -m pytest tests -m "cudasim and not slow" -n 2 "$@" || status=1
+# tests.sim_kernel_coverage fails the stage if a registered kernel ran in no selected test.
+NUMBA_ENABLE_CUDASIM=1 "$PY" -m pytest tests -m "cudasim and not slow" -n 2 \
+  -p tests.sim_kernel_coverage "$@" || status=1
 echo "== 3/3 PTX compile for sm_80/sm_90 + float64 scan"
 "$PY" -m pytest tests -m ptx "$@" || status=1
 exit $status

@@ -1,24 +1,44 @@
 """IMDB sentiment reviews (keras.datasets.imdb): word-index sequences and 0/1 labels.
 
 Same file, checksum and preprocessing as Keras (shuffle with seed, start_char,
-index_from, maxlen filtering, num_words / skip_top with oov_char). The file is read
-from `path` when it exists, else from the cache, else downloaded (checksum verified).
+index_from, maxlen filtering, num_words / skip_top with oov_char). `path` is a file
+name in the cache (~/.kerasish/datasets/, as Keras's is in ~/.keras/datasets/): a
+cached copy is used only when its hash is the known one, else it is downloaded
+(hash verified); an absolute path is the user's own copy, read as it is. A relative
+path with a directory part is refused: it never means the working directory. The
+file is read without unpickling anything (see `_sequences`).
 """
 
 import os
 
 import numpy as np
 
+from kerasish.datasets import _sequences
 from kerasish.utils.file_utils import get_file
 
 ORIGIN = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
 IMDB_HASH = "69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f"
 
 
-def _locate(path, name, file_hash):
-    if os.path.isfile(path):
-        return path
+def _locate(path, name, file_hash, loader):
+    path = os.fspath(path)
+    expanded = os.path.expanduser(path)
+    if os.path.isabs(expanded):
+        if not os.path.isfile(expanded):
+            raise FileNotFoundError(f"{loader}.load_data: no such file {expanded}")
+        return expanded
+    if os.path.basename(path) != path or path in ("", ".", ".."):
+        raise ValueError(f"{loader}.load_data: expected `path` to be a file name in the "
+                         f"cache (like {name!r}) or an absolute path; received "
+                         f"path={path!r} (a relative path never means the working "
+                         "directory)")
     return get_file(fname=path, origin=ORIGIN + name, file_hash=file_hash)
+
+
+def _splits(xs, labels, fpath, part):
+    if len(xs) != len(labels):
+        raise ValueError(f"load_data: {fpath}: x{part} has {len(xs)} sequences but "
+                         f"y{part} has {len(labels)} labels")
 
 
 def _preprocess(xs, labels, *, num_words, skip_top, maxlen, start_char, oov_char, index_from,
@@ -54,10 +74,12 @@ def load_data(path="imdb.npz", num_words=None, skip_top=0, maxlen=None, seed=113
     """(x_train, y_train), (x_test, y_test); x are object arrays of int lists."""
     if kwargs:
         raise TypeError(f"imdb.load_data: unrecognized keyword arguments: {sorted(kwargs)}")
-    fpath = _locate(path, "imdb.npz", IMDB_HASH)
-    with np.load(fpath, allow_pickle=True) as f:
-        x_train, labels_train = f["x_train"], f["y_train"]
-        x_test, labels_test = f["x_test"], f["y_test"]
+    fpath = _locate(path, "imdb.npz", IMDB_HASH, "imdb")
+    f = _sequences.load_npz(fpath, ("x_train", "y_train", "x_test", "y_test"))
+    x_train, labels_train = f["x_train"], f["y_train"]
+    x_test, labels_test = f["x_test"], f["y_test"]
+    _splits(x_train, labels_train, fpath, "_train")
+    _splits(x_test, labels_test, fpath, "_test")
     rng = np.random.RandomState(seed)
     indices = np.arange(len(x_train))
     rng.shuffle(indices)

@@ -2,11 +2,13 @@
 
 Keras's file, checksum and preprocessing (one shuffle of x and labels with seed, then
 start_char / index_from / maxlen / num_words / skip_top / oov_char, then the split).
+`path` as in imdb: a cache file name (hash checked) or an absolute path; no pickles.
 """
 
 import numpy as np
 
-from kerasish.datasets.imdb import _locate, _objects, _preprocess
+from kerasish.datasets import _sequences
+from kerasish.datasets.imdb import _locate, _objects, _preprocess, _splits
 
 REUTERS_HASH = "d6586e694ee56d7a4e65172e12b3e987c03096cb01eab99753921ef915959916"
 
@@ -19,9 +21,10 @@ def load_data(path="reuters.npz", num_words=None, skip_top=0, maxlen=None, test_
     if not 0 <= test_split < 1:
         raise ValueError(f"reuters.load_data: test_split must be in [0, 1); received "
                          f"{test_split!r}")
-    fpath = _locate(path, "reuters.npz", REUTERS_HASH)
-    with np.load(fpath, allow_pickle=True) as f:
-        xs, labels = f["x"], f["y"]
+    fpath = _locate(path, "reuters.npz", REUTERS_HASH, "reuters")
+    f = _sequences.load_npz(fpath, ("x", "y"))
+    xs, labels = f["x"], f["y"]
+    _splits(xs, labels, fpath, "")
     rng = np.random.RandomState(seed)
     indices = np.arange(len(xs))
     rng.shuffle(indices)

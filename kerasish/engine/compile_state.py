@@ -1,11 +1,12 @@
 """compile and what it sets up: per-output losses, loss weights and metrics, their
 trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 names)."""
 
-
+import kernels_numba
+from kerasish import config as kconfig
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
-from kerasish.engine import parameters, structure, traced_loss, traced_metric
+from kerasish.engine import compute_loss, parameters, structure, traced_loss, traced_metric
 
 
 class CompileState:
@@ -38,6 +39,11 @@ class CompileState:
             "jit_compile": False,
         }
         self.compiled = True
+        if (getattr(self, "device", None) or kconfig.get_device()) != "cuda":
+            # the intent to train on the CPU: numba's threads, and on a fresh machine the
+            # compile-ahead helper, start now, ahead of the first step's compiles (never
+            # at import: kernels_numba/first_use.py)
+            kernels_numba.first_use.prepare()
         from kerasish.distribute import current_strategy  # hook: compiled in strategy.scope()
 
         strategy = current_strategy()
@@ -46,25 +52,80 @@ class CompileState:
         if self.built:
             self._build_training_state()
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True,
+                     **kwargs):
+        """Keras 3's training hook. Override it in a Model subclass (traced: see
+        engine/compute_loss.py). `super().compute_loss(...)` inside an override, while it
+        is traced, gives the compiled loss of the (one) output on those tensors; the
+        add_loss terms and regularizers join the step's loss as they always do."""
+        spec = self._loss_spec
+        if not self.__dict__.get("_tracing_compute_loss") or spec is None or \
+                _per_output(spec):
+            raise ValueError(f"Model '{self.name}': calling Model.compute_loss outside a "
+                             f"traced override, or without one compiled loss, is not "
+                             f"supported yet; received loss={spec!r}")
+        loss = get_loss(spec)
+        if sample_weight is None:
+            return loss(y, y_pred)
+        if isinstance(loss, traced_loss.TracedLoss):
+            raise ValueError(f"Model '{self.name}': super().compute_loss() with sample "
+                             f"weights and the custom loss '{loss.name}' is not supported "
+                             f"yet")
+        return loss(y, y_pred, sample_weight)  # a (None, 1) column: matched to the values
+
+    def _bind_labels(self, y, sample_weight=None, class_weight=None, what="fit"):
+        """With a compute_loss override: the label kind from the data (its plan's y),
+        the training state rebuilt when it changes."""
+        if not compute_loss.overrides(self):
+            return
+        first = y[0] if isinstance(y, (list, tuple)) and y and hasattr(y[0], "shape") else y
+        if first is None or not hasattr(first, "shape"):
+            return
+        out = tuple(self.outputs[0].shape) if self.outputs else None
+        sparse = compute_loss.label_kind(first, out)
+        if sparse != self.__dict__.get("_labels_sparse", False):
+            self._labels_sparse = sparse
+            if self.built and self.compiled:
+                self._build_training_state()
+                self._executors.clear()
+
     def _require_compiled(self, what):
-        if not self.compiled or self.loss is None:
-            raise ValueError(f"You must call `compile()` with a loss before calling "
-                             f"`{what}()` on model '{self.name}'.")
+        """compile() ran; without a loss the model trains on its add_loss terms and
+        regularizers (Keras's endpoint layers), checked when its plan is made
+        (`_check_some_loss`)."""
+        if not self.compiled:
+            raise ValueError(f"You must call `compile()` before calling `{what}()` on "
+                             f"model '{self.name}'.")
+
+    def _check_some_loss(self, ex):
+        """Keras's compute_loss with no compiled loss, no add_loss and no regularizer."""
+        if all(loss is None for loss in self._output_losses) and \
+                not ex.plan.graph.added_ids and not ex.penalties.active:
+            raise ValueError(f"No loss to compute. Provide a `loss` argument in "
+                             f"`compile()` (model '{self.name}' has no add_loss terms or "
+                             f"regularizers either).")
 
     def _build_training_state(self):
         """Per-output losses and metrics, trackers, the parameter blocks and the
         optimizer's slots, on the model's device."""
-        if self._loss_spec is None:
-            return
         names = self.output_names
         shapes = [tuple(t.shape) for t in self.outputs]
-        if _per_output(self._loss_spec):
+        if compute_loss.overrides(self):  # the model's own compute_loss is output 0's loss
+            if len(names) != 1:
+                raise ValueError(f"Model '{self.name}': a compute_loss override with several "
+                                 f"outputs is not supported yet; received {len(names)} "
+                                 f"outputs")
+            self._output_losses = [compute_loss.ComputeLoss(
+                self, self.__dict__.get("_labels_sparse", False))]
+        elif self._loss_spec is None:  # no compiled loss: add_loss terms and regularizers
+            self._output_losses = [None] * len(names)
+        elif _per_output(self._loss_spec):
             self._output_losses = [None if spec is None else get_loss(spec) for spec in
                                    structure.per_output(self._loss_spec, names, "loss")]
         else:  # one loss for every output: the compiled object first, a copy for the rest
             self._output_losses = [self.loss] + [get_loss(self._loss_spec)
                                                  for _ in names[1:]]
-        if all(loss is None for loss in self._output_losses):
+        if self._loss_spec is not None and all(loss is None for loss in self._output_losses):
             raise ValueError(f"compile: model '{self.name}' has no loss for any output")
         weights = structure.per_output(self._loss_weights_spec, names, "loss_weights", 1.0)
         self._loss_weights = [1.0 if w is None else float(w) for w in weights]
@@ -102,7 +163,7 @@ class CompileState:
         for tracker in self._loss_trackers:
             if tracker is not None:
                 tracker.build(self.device)
-        self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
+        self._loss_tracker = next((t for t in self._loss_trackers if t is not None), None)
         self._added_loss_tracker = kmetrics.LossMean("added_losses")
         self._added_loss_tracker.build(self.device)
         parameters.pack(self)
@@ -124,7 +185,8 @@ class CompileState:
             return dist.reduce_logs(lambda: self._read_logs(_reduced=True))
         added = self._added_loss_tracker.result() if self._added_loss_tracker else 0.0
         if len(self._output_losses) == 1:
-            logs = {"loss": self._loss_tracker.result() + added}  # add_loss terms included
+            own = self._loss_tracker.result() if self._loss_tracker is not None else 0.0
+            logs = {"loss": own + added}  # add_loss terms included
             for metric in self._metrics:
                 logs[metric.name] = metric.result()
             return logs
@@ -145,7 +207,7 @@ class CompileState:
 
     @property
     def metrics_names(self):
-        if not self.compiled or not self._loss_trackers:
+        if not self.compiled or not self._output_losses:
             return []
         return list(self._read_logs())
 
@@ -173,10 +235,12 @@ def _as_list(x):
 
 
 def _custom_metric(m):
-    """A keras.metrics.Metric subclass with its own update_state (traced)."""
+    """A keras.metrics.Metric subclass with its own update_state, or a user function
+    (both traced)."""
     from kerasish.metrics.base import Metric
 
-    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state
+    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state or \
+        traced_metric.is_function(m)
 
 
 def get_loss(spec):
@@ -191,6 +255,7 @@ def _serialize_metrics(metrics):
         return {k: _serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, (list, tuple)):
         return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
+                else m if traced_metric.is_function(m)  # serialized by its registered name
                 else {"class_name": type(m).__name__, "config": m.get_config()}
                 if _custom_metric(m) else kmetrics.serialize(kmetrics.check_names([m])[0])
                 for m in metrics] or None

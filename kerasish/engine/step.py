@@ -54,13 +54,14 @@ class Step:
         if g.dynamic:  # last: the layers get their symbolic (None) shapes back
             self.forward.append((_Unbind(g), None, None, {}, None, None, None))
         self.losses, self.loss_outputs, self.targets = [], [], []
-        self.sample_weights = []
+        self.sample_weights = self.weighting = []  # loaded / applied by the executor
         self.added = [self.acts[t] for t in g.added_ids]
         self.added_grads = []
         if ex.mode == PREDICT:
             return
         self.sample_weights = [None if w is None else _rows_view(w, r)
                                for w, r in zip(ex.weight_slots, self.n_rows)]
+        self.weighting = list(self.sample_weights)
         targets = ex.target_slots[slot]
         self.targets = [None if tgt is None else _rows_view(tgt, r)
                         for tgt, r in zip(targets, self.n_rows)]
@@ -74,9 +75,13 @@ class Step:
                 continue
             rows = self.n_rows[i]
             dy = grads.get(t) if plan.writers[t][:1] == [("loss", i)] else None
+            scratch = {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()}
+            if getattr(loss, "wants_inputs", False):  # a compute_loss override reads x
+                scratch["__inputs__"] = self.inputs
+                # and is given the sample weights itself (not applied to its rows again)
+                scratch["__weights__"], self.weighting[i] = self.sample_weights[i], None
             self.losses.append((loss, self.output_rows[i], self.targets[i],
-                                _rows_view(ex.per_row[i], rows),
-                                {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()},
+                                _rows_view(ex.per_row[i], rows), scratch,
                                 ex.model._loss_weights[i] / rows,
                                 None if dy is None else dy.reshape(self.output_rows[i].shape)))
             self.loss_outputs.append(i)

@@ -73,14 +73,37 @@ class TracedLoss:
         return {"name": self.name}
 
 
-def _graph(fn, classes, name):
-    """A Functional model (y_pred, y_true) -> per-row loss, from the traced function."""
+class SparseTracedLoss(TracedLoss):
+    """A traced function given integer labels (int32 rows) as a float column (None, 1):
+    what a metric function sees beside a sparse loss, as in Keras."""
+
+    sparse = True
+
+    def _plan(self, rows, classes):
+        key = int(classes)
+        ex = self._plans.get(key)
+        if ex is None or ex.batch_size < rows:
+            ex = self._plans[key] = Executor(_graph(self.fn, classes, self.name, 1), rows,
+                                             TRAIN, input_grads=(0,))
+        return ex
+
+    def forward(self, per_row, y_pred, y_true, scratch):
+        ex, s = self._step(y_pred)
+        kops.copy(s.inputs[0], y_pred)
+        kops.cast_i32_to_f32(s.inputs[1], y_true)
+        ex.forward(s, True)
+        kops.copy(per_row, s.outputs[0])
+
+
+def _graph(fn, classes, name, true_width=None):
+    """A Functional model (y_pred, y_true) -> per-row loss, from the traced function
+    (y_true as wide as y_pred, or `true_width` columns)."""
     from kerasish import ops
     from kerasish.layers.input_layer import Input
     from kerasish.models.functional import Functional
 
     y_pred = Input((classes,), name=f"__{name}_y_pred")
-    y_true = Input((classes,), name=f"__{name}_y_true")
+    y_true = Input((true_width or classes,), name=f"__{name}_y_true")
     out = fn(y_true, y_pred)
     if not hasattr(out, "_keras_history"):
         raise TypeError(f"loss '{name}': the loss function must compute its result with "

@@ -14,12 +14,15 @@ Node indices count only the nodes inside this model, from 0 (a nested Functional
 node 0 is its own construction, so its calls count from 1).
 """
 
-from kerasish.graph import saved_masks
+import collections
+
+from kerasish.graph import saved_masks, tracing
 from kerasish.graph.nodes import KerasTensor
 
 
 class _NotReady(Exception):
-    """A node's input does not exist yet (a layer shared at different depths)."""
+    """A node's input does not exist yet (a layer shared at different depths, or a
+    config listing layers out of order); args[0] names the layer it waits for."""
 
 
 def _node_indices(model, io=False):
@@ -68,6 +71,8 @@ def _node_config(layer, node, index):
         args, kwargs = layer.node_arguments(list(node.input_structure))
         as_tensor = lambda t: _tensor(t, index) if isinstance(t, KerasTensor) else t  # noqa
         return {"args": _struct(args, as_tensor), "kwargs": _struct(kwargs, as_tensor)}
+    if layer.__dict__.get("_positional_call"):  # call(self, targets, logits): one arg each
+        return {"args": [_struct(t, as_tensor) for t in node.input_structure], "kwargs": {}}
     return {"args": [_struct(node.input_structure, as_tensor)], "kwargs": {}}
 
 
@@ -86,10 +91,23 @@ def get_config(model):
         entry["class_name"] = serialization.get_registered_name(layer)
         entry["name"] = layer.name
         entry["inbound_nodes"] = [_node_config(layer, n, index) for n in nodes]
+        build = _own_build_config(layer)
+        if build is not None:  # from_config gives it to the layer's build_from_config
+            entry["build_config"] = build
         entries.append(entry)
     return {"name": model.name, "trainable": model.trainable, "layers": entries,
             "input_layers": _struct(model._inputs_struct, lambda t: _history(t, io)),
             "output_layers": _struct(model._outputs_struct, lambda t: _history(t, io))}
+
+
+def _own_build_config(layer):
+    """A user layer's own get_build_config() (Keras 3 writes build_config in every layer
+    entry; kerasish's layers are built by their calls)."""
+    method = getattr(type(layer), "get_build_config", None)
+    if method is None or getattr(method, "__module__", "").startswith("kerasish.") or \
+            not getattr(layer, "built", False):
+        return None
+    return layer.get_build_config()
 
 
 def _is_ref(value):
@@ -114,7 +132,7 @@ def _lookup(created, ref, where, inbound=False):
         if node_index > 64 * max(1, len(nodes)):
             raise ValueError(f"Invalid Functional config in {where}: node index "
                              f"{node_index} of layer '{name}' is out of range")
-        raise _NotReady
+        raise _NotReady(name)
     outputs = nodes[node_index].output_tensors
     if not 0 <= tensor_index < len(outputs):
         raise ValueError(f"Invalid Functional config in {where}: layer '{name}' node "
@@ -167,6 +185,9 @@ def _node_call(layer, node_data, created, where):
             return args, kwargs
         tensor_kwargs = sorted(k for k, v in kwargs.items()
                                if any(isinstance(t, KerasTensor) for t in _leaves(v)))
+        if len(args) > 1 and not tensor_kwargs and tracing.is_traced(layer) and \
+                all(isinstance(t, KerasTensor) for t in args):
+            return args, {}  # a call() taking several positional tensors (endpoint layers)
         if len(args) != 1 or tensor_kwargs:
             raise ValueError(f"Invalid Functional config in {where}: layer '{layer.name}' "
                              f"({type(layer).__name__}) takes one input (a tensor or a "
@@ -188,7 +209,7 @@ def _node_call(layer, node_data, created, where):
 
 def from_config(cls, config, custom_objects=None, where="the model config"):
     from kerasish import layers as klayers
-    from kerasish.saving import serialization
+    from kerasish.saving import keras_revive, serialization
 
     for key in ("layers", "input_layers", "output_layers"):
         if key not in config:
@@ -203,6 +224,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         name = entry.get("name") or entry["config"].get("name")
         layer = klayers.deserialize({"class_name": entry["class_name"],
                                      "config": entry["config"]}, custom_objects)
+        keras_revive.user_build_from_config(layer, entry.get("build_config"), where)
         if name in created:
             raise ValueError(f"Invalid Functional config in {where}: layer name '{name}' "
                              f"appears twice")
@@ -211,26 +233,41 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         if not isinstance(nodes, list):
             raise ValueError(f"Invalid Functional config in {where}: inbound_nodes of "
                              f"'{name}' must be a list")
-        pending.append([layer, [saved_masks.drop_mask_kwarg(n, skipped) for n in nodes]])
-    while any(nodes for _, nodes in pending):  # a pass per depth; at most #nodes passes
-        progressed = False
-        for item in pending:
-            layer, nodes = item
-            while nodes:
-                try:
-                    args, kwargs = _node_call(layer, nodes[0], created, where)
-                except _NotReady:
-                    break
-                layer(*args, **kwargs)
-                nodes.pop(0)
-                progressed = True
-        if not progressed:
-            stuck = [layer.name for layer, nodes in pending if nodes]
-            raise ValueError(f"Invalid Functional config in {where}: the graph has loops "
-                             f"or missing nodes; cannot resolve the calls of {stuck}")
+        pending.append((name, layer, collections.deque(
+            saved_masks.drop_mask_kwarg(n, skipped) for n in nodes)))
+    _call_nodes(pending, created, where)
     refs = lambda s: _struct_refs(s, created, where)  # noqa: E731
     return cls(inputs=refs(config["input_layers"]), outputs=refs(config["output_layers"]),
                name=config.get("name"), trainable=config.get("trainable", True))
+
+
+def _call_nodes(pending, created, where):
+    """Call every layer on its saved nodes, each layer's nodes in order. A node whose
+    input does not exist yet waits for the layer it needs and is tried again only when
+    that layer gains a node, so the work is linear in the number of nodes whatever the
+    order of the config (retrying every pending node per pass was quadratic: 8k layers
+    listed in reverse took minutes)."""
+    waiting = {}  # layer name -> indices into pending of the layers waiting on it
+    ready = list(range(len(pending)))
+    ready.reverse()  # pop() from the end: the config's order first
+    while ready:
+        i = ready.pop()
+        name, layer, nodes = pending[i]
+        while nodes:
+            try:
+                args, kwargs = _node_call(layer, nodes[0], created, where)
+            except _NotReady as e:
+                waiting.setdefault(e.args[0], []).append(i)
+                break
+            layer(*args, **kwargs)
+            nodes.popleft()
+            woken = waiting.pop(name, None)
+            if woken:
+                ready.extend(reversed(woken))
+    stuck = [name for name, _, nodes in pending if nodes]
+    if stuck:
+        raise ValueError(f"Invalid Functional config in {where}: the graph has loops "
+                         f"or missing nodes; cannot resolve the calls of {stuck[:20]}")
 
 
 def _struct_refs(value, created, where):

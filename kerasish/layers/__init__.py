@@ -80,6 +80,13 @@ def deserialize(config, custom_objects=None):
         cls = models.Sequential if name == "Sequential" else models.Functional
         return cls.from_config(dict(config.get("config", {})), custom_objects=custom_objects)
     cls = serialization.get_registered_object(name, custom_objects) or BUILTIN.get(name)
+    if cls is None and name == "Lambda":
+        raise ValueError(
+            "Refusing to deserialize a Lambda layer: its config carries Python code; "
+            "kerasish has no Lambda layer and never runs code from a config "
+            "(load_model's safe_mode=False does not change that). Write the computation "
+            "as a custom layer registered with "
+            "@keras.saving.register_keras_serializable()")
     if cls is None:
         raise ValueError(
             f"Unknown layer: '{name}'. Please ensure you are using a kerasish layer or pass the "

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from kerasish import constraints, regularizers
+from kerasish.layers import weight_budget
 
 
 def _checked_rule(kind, value, where):
@@ -64,4 +65,5 @@ def _checked_weight_shape(layer, name, shape):
         raise ValueError(
             f"Layer '{layer.name}': weight '{name}' of shape {dims} would take {nbytes:,} "
             f"bytes; the limit is {_MAX_WEIGHT_BYTES:,} bytes (KERASISH_MAX_WEIGHT_BYTES)")
+    weight_budget.take(layer, name, dims, nbytes)  # a model being built from a file
     return dims

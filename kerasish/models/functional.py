@@ -30,6 +30,8 @@ class _BuiltinNode:
 
 
 class Functional(Model):
+    _unused_inputs = "error"  # an engine graph (engine/compute_loss.py) may allow them
+
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         if kwargs:
             raise TypeError(f"Model: unexpected arguments {sorted(kwargs)}")
@@ -43,7 +45,8 @@ class Functional(Model):
                 raise ValueError(f"Model: every input must be a tensor from keras.Input; "
                                  f"received {t} made by layer '{t.node.layer.name}'")
         self._init_model(name, True)
-        self._nodes, self._layers = topology.map_graph(self.inputs, self.outputs, self.name)
+        self._nodes, self._layers = topology.map_graph(self.inputs, self.outputs, self.name,
+                                                       unused_inputs=self._unused_inputs)
         if len({id(t) for t in self.outputs}) != len(self.outputs):
             raise ValueError(f"Model '{self.name}': the same tensor is listed twice in "
                              f"outputs; expected distinct output tensors")

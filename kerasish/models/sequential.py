@@ -20,6 +20,7 @@ class Sequential(Model):
 
     def __init__(self, layers=None, trainable=True, name=None):
         self._layers = []
+        self._layer_names = set()  # add's unique-name check in O(1), not a scan per add
         self._input_layer = None
         self.inputs, self.outputs, self._nodes = [], [], []
         self._init_model(name or unique_name("sequential"), trainable)
@@ -61,6 +62,7 @@ class Sequential(Model):
         if not self._layers:
             raise TypeError("There are no layers in the model.")
         layer = self._layers.pop()
+        self._layer_names = {existing.name for existing in self._layers}
         self._invalidate()
         if self._layers and self._input_layer is not None:
             self.build((None, *self._input_layer.shape))
@@ -162,9 +164,13 @@ class Sequential(Model):
 
     def _add_unbuilt(self, layer):
         """Append to the layer list (checked), without calling it."""
-        if any(existing.name == layer.name for existing in self._layers):
+        if layer.name in self._layer_names:
+            # a layer may have been renamed since it was added: look again, once
+            self._layer_names = {existing.name for existing in self._layers}
+        if layer.name in self._layer_names:
             raise ValueError(f"All layers added to a Sequential model should have unique names. "
                              f"Name '{layer.name}' is already the name of a layer in this model.")
         if not self._layers and self._input_layer is None and layer._input_shape_arg:
             self._input_layer = InputLayer(shape=layer._input_shape_arg)
         self._layers.append(layer)
+        self._layer_names.add(layer.name)

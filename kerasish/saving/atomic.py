@@ -9,6 +9,8 @@ import stat
 
 import h5py
 
+from kerasish.utils import stale_temps
+
 _TMP_MARKER = ".kerasish-tmp-"
 
 
@@ -60,20 +62,6 @@ def _check_target(filepath, overwrite):
     return filepath
 
 
-def _pid_alive(pid):
-    if pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True  # another thread of this process may be writing it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: alive, owned by someone else
-        return True
-    return True
-
-
 def remove_stale_temps(filepath):
     """Remove the temporary files that killed saves to `filepath` left behind: those
     named `.<base>.kerasish-tmp-<pid>-<hex>` whose writer process is gone. A live
@@ -92,7 +80,7 @@ def remove_stale_temps(filepath):
         pid, sep, tag = name[len(prefix):].partition("-")
         if not (sep and pid.isdigit() and tag and all(c in "0123456789abcdef" for c in tag)):
             continue
-        if _pid_alive(int(pid)):
+        if stale_temps.pid_alive(int(pid)):
             continue
         path = os.path.join(directory, name)
         try:

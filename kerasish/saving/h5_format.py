@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from kerasish.saving import h5_arrays, h5_safety, json_utils
+from kerasish.saving import h5_arrays, h5_safety, json_utils, load_limits
 
 HDF5_OBJECT_HEADER_LIMIT = 64512
 # The Keras format version kerasish writes (its configs follow Keras 3.15).
@@ -83,7 +83,22 @@ def _decode_items(value, group, name, source):
 
 def _read_attr(group, name, source):
     h5_safety.check_attr(group, name, source)  # size checked before h5py allocates it
-    return group.attrs[name]
+    value = group.attrs[name]
+    h5_safety.count_attr_read(value, group, name, source)  # vlen items as read
+    return value
+
+
+def _unique(names, what, group, source):
+    """A name list with no repeats (a Keras file never repeats one; thousands of
+    repeats would each build references before any count is checked)."""
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"Cannot load {source}: '{what}' of '{group.name}' lists "
+                             f"'{n:.100}' more than once ({len(names)} names, "
+                             f"{len(set(names))} distinct)")
+        seen.add(n)
+    return names
 
 
 def load_attributes(group, name, source):
@@ -141,7 +156,9 @@ def write_weight_subset(group, named_arrays):
 def read_weight_subset(group, source):
     """[(name, DatasetRef)] in `weight_names` order: shapes known, data read on demand
     (`weights_io` checks them against the model before reading)."""
-    names = load_attributes(group, "weight_names", source)
+    h5_safety.reach_once(group, source)
+    names = _unique(load_attributes(group, "weight_names", source), "weight_names", group,
+                    source)
     return [(n, h5_arrays.DatasetRef(h5_safety.get_dataset(group, n, source), source))
             for n in names]
 
@@ -168,8 +185,10 @@ def read_model_weights(group, source):
     if "layer_names" not in group.attrs and "layer_names0" not in group.attrs:
         raise ValueError(f"Cannot load weights from {source}: no 'layer_names' attribute "
                          f"on '{group.name}'; this is not a Keras/kerasish .h5 weights file")
+    names = _unique(load_attributes(group, "layer_names", source), "layer_names", group,
+                    source)
     layers = [(name, read_weight_subset(h5_safety.get_group(group, name, source), source))
-              for name in load_attributes(group, "layer_names", source)]
+              for name in names]
     top = None
     if "top_level_model_weights" in group:
         top = read_weight_subset(
@@ -314,23 +333,25 @@ def read_native_weights(f, source):
     return {"layers": layers, "optimizer": optimizer, "model": model}
 
 
-_MAX_NESTING = 32  # nested models in a native weights file
-
-
 def _read_layers(root, source, depth):
     """{key: (name or None, [DatasetRef], children or None, {group: entry})} for a
-    `layers` group (children: a nested model's layers; groups: named sub-objects)."""
-    if depth > _MAX_NESTING:
-        raise ValueError(f"Cannot load {source}: models nested more than {_MAX_NESTING} "
-                         f"deep under '{root.name}'")
+    `layers` group (children: a nested model's layers; groups: named sub-objects).
+    Each group is reached once (h5_safety.reach_once) and at most max_depth deep."""
+    limit = load_limits.LIMITS.max_depth
+    if depth > limit:
+        raise ValueError(f"Cannot load {source}: models nested more than {limit} "
+                         f"deep under '{root.name}' (load_limits.LIMITS.max_depth)")
+    h5_safety.reach_once(root, source)
     return {key: _read_entry(h5_safety.get_group(root, key, source), source, depth)
             for key in root.keys()}
 
 
 def _read_entry(entry, source, depth):
-    if depth > _MAX_NESTING:
-        raise ValueError(f"Cannot load {source}: groups nested more than {_MAX_NESTING} "
-                         f"deep under '{entry.name}'")
+    limit = load_limits.LIMITS.max_depth
+    if depth > limit:
+        raise ValueError(f"Cannot load {source}: groups nested more than {limit} "
+                         f"deep under '{entry.name}' (load_limits.LIMITS.max_depth)")
+    h5_safety.reach_once(entry, source)
     name, arrays = _read_vars(h5_safety.get_group(entry, "vars", source), source) \
         if "vars" in entry else (None, [])
     children = _read_layers(h5_safety.get_group(entry, "layers", source), source,
@@ -366,6 +387,7 @@ def read_extra_state(f, source):
     root = h5_safety.get_group(f, EXTRA_STATE_GROUP, source)
     for name in root.keys():
         group = h5_safety.get_group(root, name, source)
+        h5_safety.reach_once(group, source)
         out[name] = {key: _read_small(h5_safety.get_dataset(group, key, source), source)
                      for key in group.keys()}
     return out

@@ -1,18 +1,23 @@
 """Opening untrusted `.h5` files: signature and structure checks before anything is
 read, and link-safe lookups (soft links, external links, external or virtual datasets
-and shape bombs are refused, as Keras 3's `safe_get_h5_group/_dataset` do).
+and shape bombs are refused, as Keras 3's `safe_get_h5_group/_dataset` do). Per load
+(`open_for_read`): each group is reached once by its object address (`reach_once`),
+and attributes are checked before they are opened and counted as read, against
+`load_limits`.
 
 Every error names the file and the problem: OSError for I/O (missing, unreadable,
 truncated), ValueError for content.
 """
 
 import contextlib
+import contextvars
 import math
 import os
 
 import h5py
+import numpy as np
 
-from kerasish.saving import h5_arrays
+from kerasish.saving import h5_arrays, load_limits
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # Datasets whose declared size is above this floor must not exceed 1000x the bytes
@@ -20,7 +25,8 @@ _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _BOMB_FLOOR_BYTES = 1 << 32
 _MAX_EXPANSION = 1000
 _MAX_OBJECTS = 1_000_000
-_MAX_ATTR_BYTES = 1 << 30  # a model config or name list, never this large
+# per load: attribute bytes read so far and the objects already reached
+_LOAD = contextvars.ContextVar("kerasish_h5_load", default=None)
 
 _LINK_KINDS = {h5py.h5l.TYPE_SOFT: "a soft link", h5py.h5l.TYPE_EXTERNAL: "an external link"}
 
@@ -155,21 +161,111 @@ def read_array(dset, source):
     return h5_arrays.read_dataset(dset, source)
 
 
+class _LoadState:
+    """What one `open_for_read` has read: attribute bytes, objects checked, groups
+    reached (by HDF5 object address, so hard links sharing a group are seen)."""
+
+    def __init__(self, path=None):
+        self.size = os.path.getsize(path) if path is not None else 0
+        self.attr_read = 0
+        self.attr_objects = set()
+        self.reached = {}
+
+
+def _state():
+    state = _LOAD.get()
+    if state is None:  # a read outside open_for_read (tests, tools): fresh budget
+        state = _LoadState()
+    return state
+
+
+def _address(obj):
+    info = h5py.h5o.get_info(obj.id)
+    return (info.fileno, info.addr), info
+
+
+def reach_once(group, source):
+    """Record that a reader reached `group`; ValueError when it was reached before by
+    another path (groups shared by hard links: a DAG read as a tree is exponential,
+    and a Keras file is always a tree)."""
+    state = _state()
+    key, _ = _address(group)
+    first = state.reached.get(key)
+    if first is not None:
+        raise ValueError(f"Refusing to load {source}: group '{group.name}' is the same "
+                         f"HDF5 object as '{first}' (groups shared by hard links; a "
+                         "weights file is a tree)")
+    state.reached[key] = group.name
+
+
+def _check_object_attrs(group, source):
+    """All attributes of one object, as stored, against max_attr_bytes: read from the
+    object's header info, before any attribute is opened (opening one reads it)."""
+    state = _state()
+    key, info = _address(group)
+    if key in state.attr_objects:
+        return
+    limit = load_limits.LIMITS.max_attr_bytes
+    try:  # dense attribute storage, plus the object header holding compact ones
+        stored = int(info.meta_size.attr.heap_size) + int(info.hdr.space.total)
+    except AttributeError:  # an h5py without these fields: each attribute is still checked
+        stored = 0
+    if stored > limit:
+        raise ValueError(f"Refusing to load {source}: the attributes of '{group.name}' "
+                         f"take {stored:,} bytes, over the {limit:,} allowed "
+                         "(load_limits.LIMITS.max_attr_bytes)")
+    state.attr_objects.add(key)
+
+
 def check_attr(group, name, source):
-    """Refuse an attribute whose declared size its stored bytes cannot back (checked
-    before h5py allocates it)."""
+    """Refuse an attribute whose declared size its stored bytes cannot back, or that
+    could take more than the load's attribute budget (checked before h5py allocates
+    it: a variable-length list's items may each be as large as the file)."""
     try:
+        _check_object_attrs(group, source)
         attr = h5py.h5a.open(group.id, name.encode("utf8"))
         shape, dtype = attr.shape, attr.dtype
-        declared = math.prod(shape or ()) * dtype.itemsize
+        items = math.prod(shape or ())
+        declared = items * dtype.itemsize
         stored = attr.get_storage_size() if declared > 4096 else declared
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        if isinstance(e, ValueError) and source in str(e):
+            raise  # a limit of _check_object_attrs
         raise OSError(f"Cannot load {source}: attribute '{name}' of '{group.name}' is "
                       f"corrupt ({e})") from e
-    if declared > _MAX_ATTR_BYTES or declared > 16 * stored + 4096:
+    if declared > load_limits.LIMITS.max_attr_bytes or declared > 16 * stored + 4096:
         raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
                          f"'{group.name}' declares {declared} bytes ({shape} "
                          f"{dtype}) but stores {stored}")
+    state = _state()
+    left = load_limits.LIMITS.max_attr_read_bytes - state.attr_read
+    if dtype.kind == "O" and items > 1 and items * max(state.size, 1) > left:
+        raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
+                         f"'{group.name}' is a variable-length list of {items} items in a "
+                         f"{state.size:,}-byte file; reading it could take up to "
+                         f"{items * state.size:,} bytes, over the {left:,} left of "
+                         "load_limits.LIMITS.max_attr_read_bytes")
+
+
+def count_attr_read(value, group, name, source):
+    """Add an attribute's bytes as read (variable-length items included) to the load's
+    budget; ValueError when over it."""
+    arr = np.asarray(value) if not isinstance(value, (bytes, str)) else None
+    if arr is None:
+        nbytes = len(value)
+    elif arr.dtype.kind == "O":
+        nbytes = sum(len(v) if isinstance(v, (bytes, str, np.ndarray)) else 8
+                     for v in arr.reshape(-1))
+    else:
+        nbytes = arr.nbytes
+    state = _state()
+    state.attr_read += nbytes
+    limit = load_limits.LIMITS.max_attr_read_bytes
+    if state.attr_read > limit:
+        raise ValueError(f"Refusing to load {source}: its attributes (the last read: "
+                         f"'{name}' of '{group.name}') come to {state.attr_read:,} bytes, "
+                         f"over the {limit:,} allowed "
+                         "(load_limits.LIMITS.max_attr_read_bytes)")
 
 
 @contextlib.contextmanager
@@ -193,6 +289,7 @@ def open_for_read(filepath):
     except (OSError, RuntimeError, ValueError) as e:
         raise OSError(f"Cannot load {path}: the HDF5 file is truncated or corrupt "
                       f"({e})") from e
+    token = _LOAD.set(_LoadState(path))
     try:
         try:
             scan(f, path)
@@ -217,5 +314,6 @@ def open_for_read(filepath):
             raise OSError(f"Cannot load {path}: the HDF5 file is truncated or corrupt "
                           f"({e})") from e
     finally:
+        _LOAD.reset(token)
         with contextlib.suppress(Exception):
             f.close()

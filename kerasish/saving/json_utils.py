@@ -36,5 +36,5 @@ def loads(text, source):
         text = bytes(text).decode("utf8")
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # ValueError: also ints over 4300 digits
         raise ValueError(f"Cannot parse {source} as JSON: {e}") from e

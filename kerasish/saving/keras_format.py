@@ -12,12 +12,14 @@ import datetime
 import io
 import json
 import os
+import shutil
 import tempfile
 
 import h5py
 
-from kerasish.saving import h5_format, h5_safety, json_utils, keras_objects, keras_revive, \
-    keras_zip, serialization, weights_io
+from kerasish.saving import h5_format, h5_safety, json_utils, keras_assets, keras_objects, \
+    keras_revive, keras_zip, serialization, weights_io
+from kerasish.utils import stale_temps
 
 
 def _weights_bytes(model, include_optimizer):
@@ -42,7 +44,8 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         "keras_version": h5_format.KERAS_VERSION,
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     keras_zip.write_archive(filepath, config_json, metadata_json,
-                            _weights_bytes(model, include_optimizer), overwrite)
+                            _weights_bytes(model, include_optimizer), overwrite,
+                            keras_assets.collect(model))
 
 
 def _model_config(zf, source):
@@ -81,16 +84,34 @@ def _rebuild(config, custom_objects, compile, source):
     return model
 
 
+_TEMP_PREFIX = "kerasish-keras-"
+
+
+class _TempDir:
+    """A private (0o700) directory at a given path, removed by cleanup()."""
+
+    def __init__(self, path):
+        os.mkdir(path, 0o700)
+        self.name = path
+
+    def cleanup(self):
+        shutil.rmtree(self.name, ignore_errors=True)
+
+
 class _Weights:
     """model.weights.h5 of an open archive, extracted to a private temporary directory
-    for as long as the block runs (lazily read datasets reopen it by name)."""
+    for as long as the block runs (lazily read datasets reopen it by name). The
+    directory is named for this process (`kerasish-keras-<pid>-<hex>`), and each load
+    first removes those of processes that are gone (a SIGKILLed load cleans nothing)."""
 
     def __init__(self, zf, source):
         self.zf, self.source = zf, source
         self.label = f"{source} (member {keras_zip.WEIGHTS})"
 
     def __enter__(self):
-        self._dir = tempfile.TemporaryDirectory(prefix="kerasish-keras-")
+        root = tempfile.gettempdir()
+        stale_temps.remove_dead(root, _TEMP_PREFIX)
+        self._dir = _TempDir(os.path.join(root, stale_temps.name(_TEMP_PREFIX)))
         self.path = os.path.join(self._dir.name, keras_zip.WEIGHTS)
         try:
             keras_zip.extract_weights(self.zf, self.path, self.source)
@@ -103,6 +124,9 @@ class _Weights:
         except (OSError, ValueError) as e:
             self._dir.cleanup()
             raise self._renamed(e) from e
+        except BaseException:  # KeyboardInterrupt in a long-lived process: no leftovers
+            self._dir.cleanup()
+            raise
         return self
 
     def _renamed(self, e):
@@ -134,13 +158,17 @@ class _Weights:
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """A model from a `.keras` file written by kerasish or Keras 3: architecture,
-    weights and, with `compile`, the compile config and the optimizer's state."""
+    weights and, with `compile`, the compile config and the optimizer's state.
+    `safe_mode` changes nothing: kerasish has no Lambda layer and runs no code from a
+    file in either mode (Lambda configs and marshaled lambdas are refused by name)."""
     source = os.fspath(filepath)
     with keras_zip.open_archive(source) as zf:
         config = _model_config(zf, source)
-        model = _rebuild(config, custom_objects, compile, source)
-        with _Weights(zf, source) as weights:
+        with _Weights(zf, source) as weights:  # shapes known before the model is built
+            with weights_io.build_budget(source, weights_io.file_weight_bytes(weights.data)):
+                model = _rebuild(config, custom_objects, compile, source)
             weights.load_into(model, optimizer=compile)
+        keras_assets.restore(zf, model, source)  # after the weights, as Keras 3
     return model
 
 

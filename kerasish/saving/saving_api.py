@@ -174,7 +174,10 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         custom_objects: {name: class} for custom layers, losses, optimizers.
         compile: compile with the saved training/compile config and restore the
             optimizer.
-        safe_mode: Keras's flag; kerasish never runs code from a file either way.
+        safe_mode: Keras's flag, accepted and without effect: in Keras it allows a
+            `Lambda` layer's marshaled code when False; kerasish has no Lambda layer
+            and refuses `Lambda` configs (and `__lambda__` entries) by name in both
+            modes, so no code from a file is ever run.
 
     Returns:
         The model; compiled when the file has a training config and compile=True.
@@ -186,7 +189,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         data = h5_format.read_model_file(f, source)
         extra = h5_format.read_extra_state(f, source)
     try:
-        model = serialization.model_from_config(data["model_config"], custom_objects, source)
+        with weights_io.build_budget(source, weights_io.file_weight_bytes(data["weights"])):
+            model = serialization.model_from_config(data["model_config"], custom_objects,
+                                                    source)
     except (ValueError, TypeError, KeyError) as e:
         if source in str(e):
             raise
@@ -282,4 +287,5 @@ def model_from_json(json_string, custom_objects=None):
         raise TypeError(f"model_from_json: expected a JSON string; received "
                         f"{type(json_string).__name__}")
     config = json_utils.loads(json_string, "the model JSON")
-    return serialization.model_from_config(config, custom_objects, "the model JSON")
+    with weights_io.build_budget("the model JSON"):  # the total limit only
+        return serialization.model_from_config(config, custom_objects, "the model JSON")

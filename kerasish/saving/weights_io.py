@@ -344,3 +344,48 @@ def _read_and_assign(pairs):
     a read error leaves the model as it was."""
     values = h5_arrays.read_all([value for _, value in pairs])
     _assign_all([(var, value) for (var, _), value in zip(pairs, values)])
+
+
+def file_weight_bytes(data):
+    """The bytes the weights in `h5_format` data (native or legacy) take as float32,
+    from their declared shapes (nothing read): what a model built from the same file
+    may declare (plus load_limits' slack)."""
+    total = 0
+
+    def native(entries):
+        nonlocal total
+        for _, arrays, children, groups in entries:
+            total += sum(4 * math.prod(a.shape) for a in arrays)
+            native((children or {}).values())
+            native((groups or {}).values())
+
+    if isinstance(data.get("layers"), dict):
+        native(data["layers"].values())
+        if data.get("model"):
+            total += sum(4 * math.prod(a.shape) for a in data["model"][1])
+    else:
+        for _, values in data.get("layers") or []:
+            total += sum(4 * math.prod(v.shape) for _, v in values)
+        total += sum(4 * math.prod(v.shape) for _, v in data.get("top_level") or [])
+    return total
+
+
+def build_budget(source, file_bytes=None):
+    """The context in which a model is built from `source`: its layers may declare at
+    most the weights the file holds (plus slack) and at most load_limits' total, each
+    weight checked before it is allocated (layers/weight_budget)."""
+    from kerasish.layers import weight_budget
+    from kerasish.saving import load_limits
+
+    limit, why = load_limits.weight_limit()
+    reason = f"{why} (building the model saved in {source})"
+    if file_bytes is not None:
+        held = file_bytes + load_limits.LIMITS.weight_slack_bytes
+        if held < limit:
+            limit, reason = held, (
+                f"{source} holds {file_bytes:,} bytes of weights (as float32), and a "
+                f"model built from it may declare at most "
+                f"{load_limits.LIMITS.weight_slack_bytes:,} more "
+                "(load_limits.LIMITS.weight_slack_bytes); a config declaring weights "
+                "the file does not hold")
+    return weight_budget.limit(limit, reason)

@@ -1,5 +1,5 @@
-"""kerasish.utils: to_categorical, normalize, set_random_seed, get_file, clear_session,
-pad_sequences, PyDataset/Sequence, split_dataset."""
+"""kerasish.utils: to_categorical, normalize, set_random_seed, get_file (ExtractLimits for
+its extract=True), clear_session, pad_sequences, PyDataset/Sequence, split_dataset."""
 
 import gc
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from kerasish.random import set_seed as set_random_seed
 from kerasish.utils.dataset_utils import split_dataset
-from kerasish.utils.file_utils import get_file
+from kerasish.utils.file_utils import ExtractLimits, get_file
 from kerasish.utils.numerical_utils import normalize
 from kerasish.utils.py_dataset import PyDataset, Sequence
 from kerasish.utils.sequence_utils import pad_sequences
@@ -38,5 +38,6 @@ def clear_session():
     gc.collect()
 
 
-__all__ = ["PyDataset", "Sequence", "clear_session", "get_file", "normalize", "pad_sequences",
+__all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "normalize",
+           "pad_sequences",
            "set_random_seed", "split_dataset", "to_categorical"]

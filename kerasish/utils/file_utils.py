@@ -12,17 +12,19 @@ import os
 import secrets
 import shutil
 import socket
-import tarfile
 import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import zipfile
 
 from tqdm.auto import tqdm
 
-__all__ = ["DownloadError", "get_file", "hash_file", "validate_file"]
+from kerasish.utils import archive_extract, stale_temps
+
+__all__ = ["DownloadError", "ExtractLimits", "get_file", "hash_file", "validate_file"]
+
+ExtractLimits = archive_extract.ExtractLimits
 
 _CHUNK = 1 << 16
 _TIMEOUT_S = 30
@@ -156,8 +158,9 @@ def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
-def _extract(fpath):
-    """Extract a tar/zip archive into <fpath without its suffix>/, atomically."""
+def _extract(fpath, limits):
+    """Extract a tar/zip archive into <fpath without its suffix>/, atomically, by
+    `archive_extract`'s rules (members validated, size and ratio limited)."""
     base = os.path.basename(fpath)
     for suffix in (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tar", ".zip"):
         if base.endswith(suffix):
@@ -165,26 +168,21 @@ def _extract(fpath):
             break
     else:
         base += "_extracted"
-    target = os.path.join(os.path.dirname(fpath), base)
+    directory = os.path.dirname(fpath)
+    target = os.path.join(directory, base)
     if os.path.isdir(target):
         return target
-    tmp = os.path.join(os.path.dirname(fpath), f".{base}.{secrets.token_hex(6)}.part")
+    prefix = f".{base}.extract-"
+    stale_temps.remove_dead(directory, prefix)  # left by a killed extraction
+    tmp = os.path.join(directory, stale_temps.name(prefix))
     os.mkdir(tmp, 0o777)  # mode per the umask (mkdtemp's 0o700 would stay after the rename)
     try:
-        if tarfile.is_tarfile(fpath):
-            with tarfile.open(fpath) as tar:
-                if hasattr(tarfile, "data_filter"):  # refuses absolute paths and ..
-                    tar.extractall(tmp, filter="data")
-                else:
-                    tar.extractall(tmp)  # noqa: S202 (Python without extraction filters)
-        elif zipfile.is_zipfile(fpath):
-            with zipfile.ZipFile(fpath) as z:
-                z.extractall(tmp)
-        else:
-            raise ValueError(
-                f"get_file: extract=True expects a tar or zip archive; {fpath} is neither"
-            )
-        os.replace(tmp, target)
+        archive_extract.extract_into(fpath, tmp, limits)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not os.path.isdir(target):  # else another process extracted it first
+                raise
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -192,7 +190,8 @@ def _extract(fpath):
 
 
 def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
-             cache_subdir="datasets", hash_algorithm="auto", extract=False):
+             cache_subdir="datasets", hash_algorithm="auto", extract=False,
+             extract_limits=None):
     """Download a file from a URL unless it is already in the cache.
 
     The file lands in `<cache_dir>/<cache_subdir>/<fname>`. A cached copy whose hash
@@ -207,7 +206,11 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
         cache_subdir: folder under the cache root (may be nested, e.g. "datasets/mnist";
             an absolute path is used as is, as in Keras; ".." components are refused).
         hash_algorithm: "auto" (sha256 for 64 hex digits, else md5), "sha256" or "md5".
-        extract: extract a tar/zip archive next to it and return that folder instead.
+        extract: extract a tar/zip archive next to it and return that folder instead
+            (kerasish's own extraction: see `archive_extract`).
+        extract_limits: an `ExtractLimits` (total size, compression ratio, member
+            count, links); default `archive_extract.DEFAULT_LIMITS`: 4 GiB, 200x past
+            64 MiB, 100,000 members, no links.
 
     Returns:
         Path of the cached file (or of the extracted folder when `extract`).
@@ -215,7 +218,8 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
     Raises:
         DownloadError: the download failed after retries (the message says why).
         ValueError: bad arguments (a file name with a directory part or "..", a
-            cache_subdir leaving the cache), or the downloaded file fails the hash check.
+            cache_subdir leaving the cache), the downloaded file fails the hash check,
+            or an archive to extract breaks a rule or a limit.
     """
     if not origin:
         raise ValueError(f"get_file: expected a URL in origin; received {origin!r}")
@@ -233,7 +237,7 @@ def get_file(fname=None, origin=None, file_hash=None, cache_dir=None,
     )
     if not fresh:
         _download(origin, fpath, file_hash, algorithm)
-    return _extract(fpath) if extract else fpath
+    return _extract(fpath, extract_limits) if extract else fpath
 
 
 def _check_fname(fname):

@@ -61,9 +61,6 @@ def _drive(address, args, parts):
         _call_part(address, args, p, parts)
 
 
-compile_ahead.start_if_cold(_drive)  # a fresh machine: the helper's import overlaps ours
-
-
 def _pointer_intrinsic(numba_type, llvm_type):
     @intrinsic
     def as_pointer(typingctx, address):

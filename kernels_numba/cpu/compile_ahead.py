@@ -2,9 +2,12 @@
 
 numba compiles on one thread (its compiler lock is per process), so an empty disk cache
 made the reference CNN's first step compile its 8-11 functions one after another, 4-5 s
-on one core, with the other core idle. At import when the disk cache lacks even the one
-parallel loop (a fresh machine), or else at this process's first real compile of a part
-(a cache miss: never on a warm machine), `start()` launches one helper process,
+on one core, with the other core idle. At first use (kernels_numba/first_use.py's
+prepare(): kerasish's Model.compile() on the CPU or the first CPU op; never at import,
+where it would take a core from whatever else the process runs) when the
+disk cache lacks even the one parallel loop (a fresh machine), or else at this process's
+first real compile of a part (a cache miss: never on a warm machine), `start()` launches
+one helper process,
 `python -m kernels_numba.cpu.compile_ahead`. It compiles parts most training steps reach
 late (`_ahead_parts`, the last-reached first) into the same disk cache while this process
 compiles the parts it reaches, in order. (torch.compile uses worker processes for the
@@ -104,8 +107,9 @@ def start():
 
 
 def start_if_cold(dispatcher):
-    """At import: a disk cache without even `dispatcher` (the one parallel loop) is a
-    fresh machine's, so start now, and the helper's own import overlaps this process's."""
+    """At first use: a disk cache without even `dispatcher` (the one parallel loop)
+    is a fresh machine's, so start now, and the helper's own import overlaps this
+    process's first compiles."""
     index = getattr(getattr(getattr(dispatcher, "_cache", None), "_cache_file", None),
                     "_index_path", None)
     if index is not None and not os.path.exists(index):

@@ -3,7 +3,8 @@
 Tiles of BQ = 16 query rows by BK = 16 keys, 256 threads: thread (r, c) of the tile
 computes one score (a dot over D from shared memory); the online softmax (running max,
 sum, rescale) is per row in shared memory, so the (Tq, Tk) score matrix never exists
-in global memory. Grid: (query tiles, B*H) for the forward; the backward kernels
+in global memory. Grid: (query tiles, B*H) for the forward, B*H folded over y and z
+when it passes CUDA's 65,535 limit on gridDim.y (_cuda.fold_yz); the backward kernels
 (gpu/attention_backward.py) recompute each score tile from q, k and lse. Dropout
 (rate > 0): thread (r, c) also computes its score's factor (gpu/attention_tiles
 .keep_factor, the CPU twin's hash), applied after the softmax sum, so out sums the
@@ -16,7 +17,7 @@ import math
 
 from numba import float32
 
-from kernels_numba._cuda import cuda, grid_1d, kernel, launch
+from kernels_numba._cuda import cuda, fold_yz, grid_1d, kernel, launch
 from kernels_numba.gpu import attention_backward as _bw
 from kernels_numba.gpu.attention_tiles import (
     BK,
@@ -45,8 +46,11 @@ def _forward_kernel(out, lse, q, k, v, mask, has_mask, causal, scale, zero_maske
                     rate, keep_scale, key, use_steps, steps):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dv = q.shape[3], v.shape[3]
-    bb = cuda.blockIdx.y // nh
-    h = cuda.blockIdx.y - bb * nh
+    bh = cuda.blockIdx.y + cuda.blockIdx.z * cuda.gridDim.y  # the (batch, head) pair
+    if bh >= q.shape[0] * nh:  # past B*H in a folded grid's last z layer (whole block)
+        return
+    bb = bh // nh
+    h = bh - bb * nh
     i0 = cuda.blockIdx.x * BQ
     tid = cuda.threadIdx.x
     r = tid // BK
@@ -191,7 +195,7 @@ def attention_forward(out, lse, q, k, v, mask, workspace, scale, causal, probs, 
     if out.size == 0 or lse.size == 0:
         return
     m, has = _mask_arg(mask, lse)
-    grid = ((tq + BQ - 1) // BQ, nb * nh)
+    grid = ((tq + BQ - 1) // BQ, *fold_yz(nb * nh))
     launch(_forward_kernel, grid, THREADS, out, lse, q, k, v, m, has, int(causal), scale,
            int(probs is not None), *_drop_args(drop))
     if probs is not None and probs.size:
@@ -209,11 +213,11 @@ def attention_backward(dq, dk, dv, dout, q, k, v, out, lse, mask, workspace, sca
     extra = (probs, dprobs, 1) if dprobs is not None else (q, q, 0)  # q: a never-read 4-D
     dargs = _drop_args(drop)
     if (dk is not None or dv is not None) and tk > 0:
-        grid = ((tk + BK - 1) // BK, nb * nh)
+        grid = ((tk + BK - 1) // BK, *fold_yz(nb * nh))
         launch(_bw._dkdv_kernel, grid, THREADS, dk if dk is not None else k,
                dv if dv is not None else v, dout, q, k, v, out, lse, m, has, int(causal),
                int(dk is not None), int(dv is not None), scale, *extra, *dargs)
     if dq is not None and tq > 0:
-        grid = ((tq + BQ - 1) // BQ, nb * nh)
+        grid = ((tq + BQ - 1) // BQ, *fold_yz(nb * nh))
         launch(_bw._dq_kernel, grid, THREADS, dq, dout, q, k, v, out, lse, m, has,
                int(causal), scale, *extra, *dargs)

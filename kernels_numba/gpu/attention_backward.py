@@ -35,8 +35,11 @@ def _dkdv_kernel(dk, dv, dout, q, k, v, out, lse, mask, has_mask, causal, want_k
                  scale, probs, dprobs, has_dprobs, rate, keep_scale, key, use_steps, steps):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dvs = q.shape[3], v.shape[3]
-    bb = cuda.blockIdx.y // nh
-    h = cuda.blockIdx.y - bb * nh
+    bh = cuda.blockIdx.y + cuda.blockIdx.z * cuda.gridDim.y  # the (batch, head) pair
+    if bh >= q.shape[0] * nh:  # past B*H in a folded grid's last z layer (whole block)
+        return
+    bb = bh // nh
+    h = bh - bb * nh
     j0 = cuda.blockIdx.x * BK
     tid = cuda.threadIdx.x
     r = tid // BK
@@ -95,8 +98,11 @@ def _dq_kernel(dq, dout, q, k, v, out, lse, mask, has_mask, causal, scale, probs
                has_dprobs, rate, keep_scale, key, use_steps, steps):
     nh, tq, tk = q.shape[2], q.shape[1], k.shape[1]
     d, dvs = q.shape[3], v.shape[3]
-    bb = cuda.blockIdx.y // nh
-    h = cuda.blockIdx.y - bb * nh
+    bh = cuda.blockIdx.y + cuda.blockIdx.z * cuda.gridDim.y  # the (batch, head) pair
+    if bh >= q.shape[0] * nh:  # past B*H in a folded grid's last z layer (whole block)
+        return
+    bb = bh // nh
+    h = bh - bb * nh
     i0 = cuda.blockIdx.x * BQ
     tid = cuda.threadIdx.x
     r = tid // BK

@@ -35,7 +35,7 @@ import math
 
 from numba import float32, int32
 
-from kernels_numba._cuda import ceil_div, cuda, device_function, kernel, launch
+from kernels_numba._cuda import MAX_GRID_YZ, ceil_div, cuda, device_function, kernel, launch
 import numpy as np
 
 from kernels_numba.gpu.reduction import cached_scratch
@@ -306,8 +306,9 @@ def gemm(c, a, b, bias=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.
     tile = tile or pick_tile(me, n)
     bm, bn, _, tm, tn = TILES[tile]
     gm, gn = ceil_div(me, bm), ceil_div(n, bn)
-    if gn > 65535:
-        raise ValueError(f"matmul: expected at most {65535 * bn} columns in c; received {n}")
+    if gn > MAX_GRID_YZ:  # column tiles go on gridDim.y
+        raise ValueError(f"matmul: expected at most {MAX_GRID_YZ * bn} columns in c; "
+                         f"received {n}")
     if bias is not None or act != LINEAR:
         splits = 1
     elif splits is None:

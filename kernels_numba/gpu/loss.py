@@ -12,9 +12,10 @@ int32 counter decides which block; no float atomics).
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import SIMULATOR, ceil_div, cuda, device_function, grid_1d, kernel, \
+from kernels_numba._cuda import ceil_div, cuda, device_function, grid_1d, kernel, \
     launch
 from kernels_numba.cpu import loss as _math
+from kernels_numba.gpu import _blocks
 from kernels_numba.gpu.dense import _tile_counters
 from kernels_numba.gpu.reduction import BLOCK, block_sum, cached_scratch
 from kernels_numba.ops.loss import TRAIN_MAX_BLOCKS
@@ -22,7 +23,7 @@ from kernels_numba.ops.loss import TRAIN_MAX_BLOCKS
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 I32_1D = "int32[::1]"
-ROW_BLOCK = 32 if SIMULATOR else 128  # rows are few; the simulator pays per thread
+ROW_BLOCK = _blocks.size("ROW_BLOCK")  # rows are few; the simulator pays per thread
 
 BCE, BCE_LOGITS, MSE = _math.BCE, _math.BCE_LOGITS, _math.MSE
 

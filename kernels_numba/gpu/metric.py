@@ -8,14 +8,15 @@ top-k: one thread per row, the math of kernels_numba.cpu.metric.
 
 from numba import float32, int32
 
-from kernels_numba._cuda import SIMULATOR, cuda, device_function, grid_1d, kernel, launch
+from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.cpu import metric as _math
+from kernels_numba.gpu import _blocks
 from kernels_numba.gpu.reduction import BLOCK, block_sum
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
 I32_1D = "int32[::1]"
-ROW_BLOCK = 32 if SIMULATOR else 128
+ROW_BLOCK = _blocks.size("ROW_BLOCK")
 
 _top_k_row = device_function(_math.top_k_row, inline="always")
 _argmax_row = device_function(_math.argmax_row, inline="always")

@@ -6,7 +6,7 @@ thread per segment: no float atomics) and the clipping scales (cpu.norms's formu
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import ceil_div, cuda, device_function, kernel, launch
+from kernels_numba._cuda import MAX_GRID_YZ, ceil_div, cuda, device_function, kernel, launch
 from kernels_numba.cpu import norms as _math
 from kernels_numba.gpu.optim import grad_args
 from kernels_numba.gpu.reduction import BLOCK, block_sum, cached_scratch
@@ -78,6 +78,9 @@ def sum_squares(out, x, segments, workspace):
     if parts > 1:
         ws = cached_scratch(parts * n_seg) if workspace is None else workspace
         part = ws[:parts * n_seg]
+    if n_seg > MAX_GRID_YZ:  # one grid row per segment
+        raise ValueError(f"sum_squares: expected at most {MAX_GRID_YZ} segments (CUDA's "
+                         f"gridDim.y limit); received {n_seg}")
     launch(_partials_kernel, (parts, n_seg), BLOCK, part, x.reshape(x.size), segments, whole)
     if parts > 1:
         launch(_finish_kernel, ceil_div(n_seg, 128), 128, out, part, np.int32(parts))

@@ -10,14 +10,15 @@ decides, by a fixed-order block sum of "not 0 or 1" flags, whether the whole bat
 import numpy as np
 from numba import float32, int32
 
-from kernels_numba._cuda import SIMULATOR, cuda, device_function, grid_1d, kernel, launch
+from kernels_numba._cuda import cuda, device_function, grid_1d, kernel, launch
 from kernels_numba.cpu import pointwise_loss as _math
+from kernels_numba.gpu import _blocks
 from kernels_numba.gpu.reduction import BLOCK, block_sum
 from kernels_numba.ops.pointwise_loss import KIND_CODES
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"
-ROW_BLOCK = 32 if SIMULATOR else 128
+ROW_BLOCK = _blocks.size("ROW_BLOCK")
 KLD = _math.KLD
 
 

@@ -15,16 +15,18 @@ normalization kernels; `column_sums_into` by the dense and conv bias gradients.
 from numba import float32
 
 from kernels_numba import device
-from kernels_numba._cuda import SIMULATOR, ceil_div, cuda, device_function, kernel, launch
+from kernels_numba._cuda import ceil_div, cuda, device_function, kernel, launch
+from kernels_numba.gpu._blocks import size as block_size
 from kernels_numba.ops.reduction import MAX_ROW_BLOCKS, MAX_SUM_BLOCKS, ROWS_PER_BLOCK
 
 # Threads per 1-D reduction block (a power of two). The simulator runs one Python
-# thread per CUDA thread, so it gets small blocks; the code path is the same.
-BLOCK = 64 if SIMULATOR else 256
+# thread per CUDA thread, so it gets small blocks; the code path is the same
+# (gpu/_blocks.py; a simulator run can take the hardware sizes).
+BLOCK = block_size("BLOCK")
 # batch_sum tiles: 32 consecutive columns (coalesced) x TILE_ROWS rows per block.
 # Kernels accept any block up to these sizes (and do nothing for larger ones).
 TILE_COLS = 32
-TILE_ROWS = 2 if SIMULATOR else 8
+TILE_ROWS = block_size("TILE_ROWS")
 
 F32_1D = "float32[::1]"
 F32_2D = "float32[:, ::1]"

@@ -13,7 +13,7 @@ writing only its own unit's columns.
 import numpy as np
 from numba import float32
 
-from kernels_numba._cuda import ceil_div, cuda, kernel, launch
+from kernels_numba._cuda import MAX_GRID_YZ, ceil_div, cuda, kernel, launch
 from kernels_numba.cpu._rnn_cells import GRU, GRU_RB, LSTM
 from kernels_numba.gpu import recurrent as _k
 from kernels_numba.gpu.dense import gemm as _gemm
@@ -140,6 +140,9 @@ def _sgemm(c, a, b, trans_a=False, trans_b=False, beta=0.0):
     m, n = c.shape
     if m == 0 or n == 0:
         return
+    if ceil_div(m, TILE) > MAX_GRID_YZ:  # row tiles go on gridDim.y
+        raise ValueError(f"rnn gemm: expected at most {MAX_GRID_YZ * TILE} rows (CUDA's "
+                         f"gridDim.y limit); received {m}")
     launch(_strided_gemm_kernel, (ceil_div(n, TILE), ceil_div(m, TILE)), (TILE, TILE), c, a, b,
            bool(trans_a), bool(trans_b), np.float32(beta))
 

@@ -1,15 +1,11 @@
-"""Expected refusals: cases whose kerasish run must fail with an error naming the feature.
-
-REFUSALS = {"<case name>": ("<feature, as the README's 'not (yet)' row names it>",
-                            "<fragment of kerasish's error message>")}
-
-A listed case passes when kerasish raises an error containing the fragment (and real Keras runs
-it); a listed case that starts running on kerasish fails the harness: take it off the list. Each
-feature must appear in the README's "not (yet)" row (tests/conformance/test_harness.py checks).
-Blocks by owner (prefix), merged by the lead.
-"""
+"""Features kerasish refuses by name this round, each with the conformance case that
+shows it: {case name: (feature, a fragment of kerasish's error message)}."""
 
 REFUSALS = {
+    # model_* (F1, model/training findings)
+    "model_compute_loss_two_outputs": (
+        "a `compute_loss` override in a model with several outputs",
+        "a compute_loss override with several outputs is not supported yet"),
     # layer_ (F2)
     "layer_rnn_stateful": ("`stateful`/`unroll` RNNs", "stateful=True is not supported"),
     "layer_rnn_explicit_mask": ("explicit `mask=` in a layer call",

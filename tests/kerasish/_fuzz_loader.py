@@ -1,5 +1,6 @@
-"""Subprocess half of test_fuzz_files.py: load every mutant listed in argv[1] (JSON),
-report per file the outcome, the time and the peak RSS, as JSON on stdout."""
+"""Subprocess half of test_fuzz_files.py: load every mutant listed in argv[1] (JSON;
+the first argv[2] entries are the unmutated bases), report per file the outcome, the
+time and the peak RSS, as JSON on stdout."""
 
 import json
 import resource
@@ -12,8 +13,10 @@ def main():
 
     import kerasish
     from kerasish.datasets import _files
+    from kerasish.utils.file_utils import get_file
 
     jobs = json.load(open(sys.argv[1]))
+    n_base = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     layers = kerasish.layers
     model = kerasish.Sequential([layers.Input((6,)), layers.Dense(5, name="d0"),
                                  layers.Dropout(0.2, name="drop"), layers.Dense(3, name="d1")],
@@ -26,6 +29,11 @@ def main():
             kerasish.saving.load_model(path)
         elif kind == "weights":
             model.load_weights(path)
+        elif kind == "keras":
+            kerasish.saving.load_model(path)
+        elif kind == "extract":  # extra: [cache_dir, fname]; path is the cached archive
+            get_file(extra[1], "http://127.0.0.1:9/" + extra[1], cache_dir=extra[0],
+                     extract=True)
         elif kind == "idx":
             paths = list(extra)
             paths[extra.index("MUTANT")] = path
@@ -33,11 +41,11 @@ def main():
         else:
             _files.load_npz(path, 10)
 
-    for kind, path, extra in jobs[:4]:  # the unmutated files: warm-up and baseline
+    for kind, path, extra in jobs[:n_base]:  # the unmutated files: warm-up and baseline
         load(kind, path, extra)
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     results = []
-    for kind, path, extra in jobs[4:]:
+    for kind, path, extra in jobs[n_base:]:
         t0 = time.perf_counter()
         try:
             load(kind, path, extra)

@@ -11,7 +11,9 @@ from kerasish import config, layers
 from kerasish.engine import launch_plan
 from kerasish.layers.attention import MultiHeadAttention
 
-pytestmark = pytest.mark.cudasim
+# slow: model-level; the kernels run in tests/kernels_numba/test_attention_dropout.py
+# (step buffer included) and step-buffer replay in test_launch_plan's dropout model
+pytestmark = [pytest.mark.cudasim, pytest.mark.slow]
 
 
 def _model():

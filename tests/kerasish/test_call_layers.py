@@ -290,6 +290,7 @@ def test_state_updates_in_call_run_every_call():
 
 
 @pytest.mark.cudasim
+@pytest.mark.slow  # model-level; test_traced_layers_train_the_same_on_cuda keeps the path
 def test_custom_loss_and_metric_run_the_same_on_cuda():
     if not kernels_numba.cuda_available():
         pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")
@@ -317,6 +318,7 @@ def test_custom_loss_and_metric_run_the_same_on_cuda():
 
 
 @pytest.mark.cudasim
+@pytest.mark.slow  # model-level; test_traced_layers_train_the_same_on_cuda keeps the path
 def test_subclassed_model_with_add_loss_and_loss_function_on_cuda(tmp_path):
     if not kernels_numba.cuda_available():
         pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")

@@ -90,3 +90,16 @@ def test_generator_of_scalars_is_rejected_by_name():
     with pytest.raises(ValueError, match="fit: expected input data with a batch axis; "
                                          "received a scalar"):
         small_model().fit((i for i in range(3)), steps_per_epoch=2, verbose=0)
+
+
+def test_one_axis_less_or_more_of_size_one_is_adjusted_like_keras():
+    """Issue 34: Keras's Functional._adjust_input_rank: a 1-D array for a (None, 1) input
+    is expanded, an extra trailing axis of size 1 squeezed; other ranks are refused."""
+    model = keras.Sequential([keras.Input((1,)), layers.Dense(2)])
+    x = np.arange(5, dtype="float32")
+    np.testing.assert_allclose(model.predict(x, verbose=0), model.predict(x[:, None], verbose=0))
+    np.testing.assert_allclose(model.predict(x[:, None, None], verbose=0),
+                               model.predict(x[:, None], verbose=0))
+    wide = keras.Sequential([keras.Input((2,)), layers.Dense(2)])
+    with pytest.raises(ValueError, match=r"expected shape \(None, 2\), received shape \(None,\)"):
+        wide.predict(x, verbose=0)

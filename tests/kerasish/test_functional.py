@@ -306,6 +306,7 @@ def test_a_plan_too_big_is_refused_before_allocating(monkeypatch):
 # -- CUDA under the simulator ------------------------------------------------------------
 
 @pytest.mark.cudasim
+@pytest.mark.slow  # model-level; its dense/merge/loss kernels run op by op in tests/kernels_numba
 def test_two_input_two_output_model_trains_the_same_on_cuda():
     if not kernels_numba.cuda_available():
         pytest.skip("CUDA kernels cannot run here: no GPU and NUMBA_ENABLE_CUDASIM is not 1")

@@ -1,7 +1,9 @@
-"""Fuzzing the file loaders (issue 14): several hundred mutants of a real full-model
-.h5, a .weights.h5, IDX files (gzipped and raw) and an MNIST-style .npz, made with a
-fixed seed by truncation, bit flips, byte smears, shape / dtype / attribute / link
-mutations and compression bombs. Every one must load or raise a ValueError/OSError
+"""Fuzzing the file loaders (issues 14, 40): several hundred mutants of a real
+full-model .h5, a .weights.h5, a .keras archive, IDX files (gzipped and raw), an
+MNIST-style .npz and the tar.gz / zip archives `get_file(extract=True)` unpacks, made
+with a fixed seed by truncation, bit flips, byte smears, shape / dtype / attribute /
+link mutations, crafted configs and members, hostile archive members and compression
+bombs. Every one must load or raise a ValueError/OSError
 whose message names the file, within 5 s, and the whole batch, loaded in one
 subprocess, must stay under BOUND_MB of peak RSS above that process's baseline (the
 model is a few KB, so "4x the model's size + 200 MB" is 200 MB)."""
@@ -21,6 +23,8 @@ import pytest
 
 import kerasish
 from kerasish.datasets import _files, write_idx
+
+from . import _fuzz_archives
 
 SEED = 1234
 BOUND_MB = 200
@@ -177,8 +181,27 @@ def report(tmp_path_factory):
     d = str(tmp_path_factory.mktemp("fuzz"))
     rng = np.random.default_rng(SEED)
     h5, weights, idx, npz = _bases(d)
+    keras_base = os.path.join(d, "base.keras")
+    _model().save(keras_base)
+    tgz, zpath = _fuzz_archives.archive_bases(d)
     jobs = [["h5", h5, []], ["weights", weights, []], ["idx", idx[0], ["MUTANT"] + idx[1:]],
-            ["npz", npz, []]]
+            ["npz", npz, []], ["keras", keras_base, []]]
+
+    def add_archive(tag, suffix, data=None, writer=None):
+        cache = os.path.join(d, f"x{len(jobs):04d}")
+        os.makedirs(os.path.join(cache, "datasets"))
+        fname = f"{tag}{suffix}"
+        path = os.path.join(cache, "datasets", fname)
+        if writer is not None:
+            writer(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        jobs.append(["extract", path, [cache, fname]])
+
+    add_archive("base", ".tar.gz", open(tgz, "rb").read())
+    add_archive("base", ".zip", open(zpath, "rb").read())
+    n_base = len(jobs)
 
     def add(kind, base, tag, data, extra=()):
         path = os.path.join(d, f"m{len(jobs):04d}-{tag}-{os.path.basename(base)}")
@@ -201,6 +224,22 @@ def report(tmp_path_factory):
     for kind, base in (("h5", h5), ("weights", weights)):
         for path in _h5_structural(rng, base, d, 45):
             jobs.append([kind, path, []])
+    for tag, data in _byte_mutants(rng, open(keras_base, "rb").read()):
+        add("keras", keras_base, tag, data)
+    for _, path in _fuzz_archives.keras_structural(keras_base, d):
+        jobs.append(["keras", path, []])
+    keras_weights = os.path.join(d, "keras_inner.weights.h5")
+    with zipfile.ZipFile(keras_base) as z:
+        open(keras_weights, "wb").write(z.read("model.weights.h5"))
+    for i, path in enumerate(_h5_structural(rng, keras_weights, d, 18)):
+        jobs.append(["keras", _fuzz_archives.rewrite_keras(
+            keras_base, os.path.join(d, f"kw{i:02d}.keras"),
+            weights=open(path, "rb").read()), []])
+    for base, suffix in ((tgz, ".tar.gz"), (zpath, ".zip")):
+        for tag, data in list(_byte_mutants(rng, open(base, "rb").read()))[:45]:
+            add_archive(tag, suffix, data)
+    for tag, suffix, writer in _fuzz_archives.archive_structural():
+        add_archive(tag, suffix, writer=writer)
     listing = os.path.join(d, "jobs.json")
     with open(listing, "w") as f:
         json.dump(jobs, f)
@@ -208,11 +247,12 @@ def report(tmp_path_factory):
     root = os.path.dirname(os.path.dirname(here))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
                KERASISH_DEVICE="cpu")
-    proc = subprocess.run([sys.executable, os.path.join(here, "_fuzz_loader.py"), listing],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, os.path.join(here, "_fuzz_loader.py"), listing,
+                           str(n_base)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout)
-    out["count"] = len(jobs) - 4
+    out["count"] = len(jobs) - n_base
+    out["outside"] = [p for p in os.listdir(os.path.dirname(d)) if "evil" in p or p == "x"]
     return out
 
 
@@ -236,6 +276,12 @@ def test_every_mutant_is_handled_quickly(report):
     slow = [(os.path.basename(p), round(t, 2)) for p, t, *_ in report["results"]
             if t > PER_FILE_S]
     assert slow == []
+
+
+def test_no_archive_wrote_outside_its_target(report):
+    assert report["outside"] == []
+    assert not os.path.exists("/tmp/kerasish-fuzz-evil")
+    assert not any("pwned" in p for p in os.listdir(os.path.dirname(__file__)))
 
 
 def test_peak_memory_is_bounded(report):

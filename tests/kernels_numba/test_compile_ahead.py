@@ -21,7 +21,7 @@ def _claim_name(name):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-# -- end to end: a fresh cache, the helper started at import ---------------------------
+# -- end to end: a fresh cache, the helper started at first use ---------------------------
 
 _FRESH_CHILD = textwrap.dedent("""
     import numpy as np
@@ -35,6 +35,9 @@ _FRESH_CHILD = textwrap.dedent("""
             pass
     event.register("numba:compile", Log())
     from kernels_numba.cpu import compile_ahead, loss, optim
+    assert compile_ahead._state["proc"] is None  # never at import
+    import kernels_numba
+    kernels_numba.first_use.prepare()  # the first CPU op's setup: starts it on a fresh cache
     proc = compile_ahead._state["proc"]
     print("HELPER_STARTED", proc is not None)
     if proc is not None:

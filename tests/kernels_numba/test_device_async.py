@@ -94,3 +94,43 @@ def test_copy_buffer_copies_views_and_checks_its_operands(device):
     if device == "cuda":
         with pytest.raises(ValueError, match="copy_buffer: all buffers must be on one device"):
             kernels_numba.copy_buffer(out, np.zeros((3, 4), np.float32))
+
+
+@pytest.mark.cudasim
+def test_event_without_a_stream_records_and_waits_on_the_compute_stream():
+    """Kernels run on the compute stream, not the legacy stream 0: an event recorded
+    after them, or waited on before them, must use that stream (ordering through the
+    legacy stream's implicit sync breaks under per-thread default streams)."""
+    if not kernels_numba.cuda_available():
+        pytest.skip("CUDA kernels cannot run here")
+    from kernels_numba import _cuda
+
+    calls = []
+
+    class Spy:
+        def record(self, stream):
+            calls.append(("record", stream))
+
+        def wait(self, stream):
+            calls.append(("wait", stream))
+
+    event = kdevice.Event()
+    event._event = Spy()
+    event.record()
+    event.wait()
+    copy = kdevice.copy_stream()
+    event.record(copy)
+    event.wait(copy)
+    compute = _cuda.compute_stream()
+    assert compute != 0
+    assert calls == [("record", compute), ("wait", compute), ("record", copy), ("wait", copy)]
+
+
+def test_copy_from_host_takes_an_array_with_a_new_axis(device):
+    """x[..., None] (Keras's channel axis idiom) has a stride-0 axis of length 1, which
+    numba's copy strips as a broadcast axis: the copy refused its own shape."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)[..., None]
+    assert 0 in x.strides
+    dst = kernels_numba.zeros((2, 3, 2, 1), device=device)
+    kernels_numba.copy_from_host(dst, x)
+    np.testing.assert_array_equal(kernels_numba.to_host(dst), x)

@@ -9,17 +9,20 @@ from kernels_numba.testing import assert_close, host, on, randn
 
 
 def test_gaussian_fill_moments_and_reproducible(device):
-    out = on(device, np.zeros(20001, np.float32))
+    # The simulator (one Python thread per element) draws fewer: its draws equal the CPU
+    # twin's element by element below, and the CPU case checks the moments at 20,001.
+    n, tol = (20001, 0.02) if device == "cpu" else (1537, 0.05)  # ~5.7 and ~3.9 sigma
+    out = on(device, np.zeros(n, np.float32))
     ops.gaussian_fill(out, mean=1.5, stddev=0.5, seed=7, step=3)
     a = host(out)
-    assert abs(a.mean() - 1.5) < 0.02 and abs(a.std() - 0.5) < 0.02
+    assert abs(a.mean() - 1.5) < tol and abs(a.std() - 0.5) < tol
     assert np.isfinite(a).all()
     ops.gaussian_fill(out, mean=1.5, stddev=0.5, seed=7, step=3)
     np.testing.assert_array_equal(host(out), a)
     ops.gaussian_fill(out, mean=1.5, stddev=0.5, seed=7, step=4)
     assert not np.array_equal(host(out), a)
     # same draws on the CPU twin (up to float32 rounding of log/cos/sqrt)
-    cpu = np.zeros(20001, np.float32)
+    cpu = np.zeros(n, np.float32)
     ops.gaussian_fill(cpu, mean=1.5, stddev=0.5, seed=7, step=3)
     assert_close(a, cpu, rtol=1e-5, atol=1e-5, what="device vs CPU")
 

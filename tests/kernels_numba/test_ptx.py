@@ -9,6 +9,7 @@ Runs in its own pytest process: compile_ptx does not exist under the simulator.
 """
 
 import glob
+import hashlib
 import importlib
 import os
 import pkgutil
@@ -41,10 +42,42 @@ KNOWN_FLOAT_ATOMICS = {}
 _PTX = {}
 
 
+# PTX on disk, keyed by the package's source hash (_cuda.source_stamp: any edit to
+# kernels_numba recompiles everything, as numba's own kernel cache does), the compiler
+# versions, the kernel, signature and cc: a rerun of the stage on unchanged sources
+# reads instead of compiling ~340 kernels. KERASISH_PTX_CACHE=0 turns it off.
+_CACHE = os.environ.get("KERASISH_PTX_CACHE", os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kerasish", "ptx"))
+
+
+def _cache_file(spec, sig, cc):
+    from importlib import metadata
+
+    versions = []
+    for dist in ("numba", "numba-cuda", "nvidia-nvvm"):
+        try:
+            versions.append(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            versions.append("-")
+    key = "\0".join([_cuda.source_stamp(), *versions, spec.name, sig, f"{cc[0]}.{cc[1]}"])
+    return os.path.join(_CACHE, hashlib.sha256(key.encode()).hexdigest() + ".ptx")
+
+
 def ptx_of(spec, sig, cc):
     key = (spec.name, sig, cc)
     if key not in _PTX:
-        _PTX[key] = _cuda.cuda.compile_ptx(spec.pyfunc, sig, cc=cc)[0]
+        path = None if _CACHE == "0" else _cache_file(spec, sig, cc)
+        if path and os.path.exists(path):
+            with open(path) as f:
+                _PTX[key] = f.read()
+        else:
+            _PTX[key] = _cuda.cuda.compile_ptx(spec.pyfunc, sig, cc=cc)[0]
+            if path:
+                os.makedirs(_CACHE, exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    f.write(_PTX[key])
+                os.replace(tmp, path)  # atomic: a reader never sees half a file
     return _PTX[key]
 
 
@@ -79,7 +112,26 @@ def test_no_float_atomics(spec, sig):
     assert not found, f"{spec.name} {sig}: float atomics in PTX: {found}"
 
 
-def _ptxas_table(spec, sig, ptx, exe):
+def _ptxas_table(spec, sig, ptx, exe, version=""):
+    """(registers, (spill stores, spill loads)) from `ptxas -v`; cached like the PTX, by
+    the PTX text and ptxas's version (a refusal is never cached)."""
+    path = None if _CACHE == "0" else os.path.join(_CACHE, hashlib.sha256(
+        (version + "\0" + ptx).encode()).hexdigest() + ".ptxas")
+    if path and os.path.exists(path):
+        with open(path) as f:
+            regs, st, ld = map(int, f.read().split())
+        return regs, (st, ld)
+    regs, spills = _run_ptxas(spec, sig, ptx, exe)
+    if path:
+        os.makedirs(_CACHE, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{regs} {spills[0]} {spills[1]}")
+        os.replace(tmp, path)
+    return regs, spills
+
+
+def _run_ptxas(spec, sig, ptx, exe):
     run = subprocess.run([exe, "-v", "-arch=sm_90", "-o", os.devnull, "-"], input=ptx,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, (
@@ -101,7 +153,7 @@ def test_ptx_assembles_with_ptxas(capsys):
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     rows = []
     for spec, sig in CASES:
-        regs, (st, ld) = _ptxas_table(spec, sig, ptx_of(spec, sig, (9, 0)), exe)
+        regs, (st, ld) = _ptxas_table(spec, sig, ptx_of(spec, sig, (9, 0)), exe, version)
         rows.append(f"  {spec.name.split('.', 2)[2]:58s} {regs:4d} regs  spill {st}/{ld} B")
     with capsys.disabled():
         release = re.findall(r"release [^,\n]+", version)
