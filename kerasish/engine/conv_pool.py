@@ -47,6 +47,7 @@ def _pairs(ex):
     found = []
     for conv in g.calls:
         if type(conv.layer) is not Conv2D or conv.layer.activation != "relu" or \
+                conv.layer.groups != 1 or \
                 len(conv.outputs) != 1 or conv.outputs[0] in outputs:
             continue
         pools = readers.get(conv.outputs[0], [])

@@ -5,6 +5,7 @@ import numpy as np
 
 from kerasish.engine import parameters, structure
 from kerasish.engine.executor import PREDICT, TRAIN, Executor
+from kerasish.layers.input_layer import fed_values
 from kerasish.layers.layer import Layer
 
 _MAX_PLANS = 6  # (batch size, mode) plans kept per model; the least recently used goes
@@ -26,7 +27,8 @@ class DataPlans:
                     hasattr(x[0], "shape") else x
                 self._build_once((None, *np.shape(first)[1:]))
         xs = structure.by_name(x, self.input_names, what, "input")
-        xs = [structure.check_input(a, t.shape, self.name, k, what)
+        xs = [fed_values(structure.check_input(a, t.shape, self.name, k, what), t.dtype,
+                         f"{what}: input {k} of model '{self.name}'")
               for k, (a, t) in enumerate(zip(xs, self.inputs))]
         if len({len(a) for a in xs}) > 1:
             raise ValueError(f"{what}: all inputs must have the same number of samples; "

@@ -217,8 +217,8 @@ class Executor:
                 layer.forward(y, x, training)
             else:
                 layer.forward(y, x, training, mask=mask)
-            if mask_out is not None:
-                layer.compute_mask(mask_out, x)
+            if mask_out is not None:  # a producer's write_mask (compute_mask: the old name)
+                (getattr(layer, "write_mask", None) or layer.compute_mask)(mask_out, x)
 
     def backward(self, s):
         for entry in s.backward:

@@ -56,7 +56,7 @@ def launches_only(ex):
         return True
     for layer in _layers(call.layer for call in ex.plan.graph.calls):
         if not all(_ours(getattr(type(layer), name, None))
-                   for name in ("forward", "backward", "compute_mask")):
+                   for name in ("forward", "backward", "compute_mask", "write_mask")):
             return False
     optimizer = getattr(ex.model, "optimizer", None)
     return optimizer is None or type(optimizer).__module__.startswith("kerasish.")

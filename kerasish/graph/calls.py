@@ -98,7 +98,10 @@ def call_eager(layer, inputs, training):
         cache.pop(next(iter(cache)))
     from kerasish.ops.operation import eager
 
-    return eager(model.predict_on_batch(arrays if as_list else arrays[0]))
+    out = eager(model.predict_on_batch(arrays if as_list else arrays[0]))
+    if getattr(layer, "produces_mask", False) and isinstance(out, np.ndarray):
+        out._keras_mask = layer.compute_mask(inputs)  # Keras attaches it to the output
+    return out
 
 
 def _is_number_list(x):

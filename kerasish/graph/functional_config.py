@@ -16,7 +16,7 @@ node 0 is its own construction, so its calls count from 1).
 
 import collections
 
-from kerasish.graph import tracing
+from kerasish.graph import saved_masks, tracing
 from kerasish.graph.nodes import KerasTensor
 
 
@@ -215,7 +215,11 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         if key not in config:
             raise ValueError(f"Invalid Functional config in {where}: missing '{key}'")
     created, pending = {}, []
+    skipped = saved_masks.mask_only_ops(config["layers"])  # Keras's recorded mask ops
     for entry in config["layers"]:
+        if isinstance(entry, dict) and (entry.get("name") or
+                                        (entry.get("config") or {}).get("name")) in skipped:
+            continue
         entry = serialization.normalize_layer_entry(entry, where)
         name = entry.get("name") or entry["config"].get("name")
         layer = klayers.deserialize({"class_name": entry["class_name"],
@@ -229,7 +233,8 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         if not isinstance(nodes, list):
             raise ValueError(f"Invalid Functional config in {where}: inbound_nodes of "
                              f"'{name}' must be a list")
-        pending.append((name, layer, collections.deque(nodes)))
+        pending.append((name, layer, collections.deque(
+            saved_masks.drop_mask_kwarg(n, skipped) for n in nodes)))
     _call_nodes(pending, created, where)
     refs = lambda s: _struct_refs(s, created, where)  # noqa: E731
     return cls(inputs=refs(config["input_layers"]), outputs=refs(config["output_layers"]),

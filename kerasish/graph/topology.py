@@ -189,6 +189,21 @@ class FlatGraph:
             for t in call.outputs:
                 self.mask_of[t] = first
 
+    def _traced_masks(self, node, ins, outs):
+        """A traced call()'s outputs carry its input's mask as Keras's would
+        (graph/traced_masks.py); an output an inner layer gave a mask keeps it."""
+        if getattr(node, "trace", None) is None:
+            return
+        from kerasish.graph.traced_masks import makes_no_mask, passes_mask
+
+        first = self.mask_of.get(ins[0]) if ins else None
+        if first is None:
+            makes_no_mask(node.layer, node.input_structure)
+            return
+        if passes_mask(node.layer, node.input_structure):
+            for t in outs:
+                self.mask_of.setdefault(t, first)
+
     def _new_tensor(self, shape):
         self.shapes.append(tuple(shape))
         return len(self.shapes) - 1
@@ -200,6 +215,7 @@ class FlatGraph:
             inner = _nested_graph(node)
             if inner is not None:
                 outs = self._inline(inner, ins)
+                self._traced_masks(node, ins, outs)
             else:
                 outs = [self._new_tensor(t.shape) for t in node.output_tensors]
                 call = Call(node.layer, ins, outs,

@@ -18,6 +18,13 @@ from kerasish.graph.nodes import KerasTensor, flatten
 _owners = []  # layers whose call() is being traced, innermost last
 _added = []  # per trace in progress: tensors given to add_loss
 _effects = []  # per trace in progress: state updates (Variable.assign_add) to run
+_batch_sources = []  # per trace in progress: an input with the batch axis (or None)
+
+
+def batch_source():
+    """A batched input of the call() being traced (what `ops.zeros((batch, n))` takes its
+    batch size from), or None outside a trace or when no input has a batch axis."""
+    return _batch_sources[-1] if _batch_sources else None
 
 
 def current_owner():
@@ -96,6 +103,8 @@ def _call(layer, args):
     _owners.append(layer)
     _added.append([])
     _effects.append([])
+    _batch_sources.append(next((t for t in flatten(args) if isinstance(t, KerasTensor) and
+                                t.shape and t.shape[0] is None), None))
     try:
         # state updates (assign_add in call(), e.g. the guide's ComputeSum) run with the
         # graph like the losses given to add_loss
@@ -106,6 +115,7 @@ def _call(layer, args):
         _owners.pop()
         _added.pop()
         _effects.pop()
+        _batch_sources.pop()
 
 
 def symbolic_inputs(layer, input_shape):

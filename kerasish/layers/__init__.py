@@ -4,6 +4,7 @@ from kerasish.layers.activation_layers import LeakyReLU, ReLU, Softmax
 from kerasish.layers.additive_attention import AdditiveAttention
 from kerasish.layers.attention import Attention, MultiHeadAttention
 from kerasish.layers.conv1d import Conv1D, UpSampling1D
+from kerasish.layers.conv1d_transpose import Conv1DTranspose
 from kerasish.layers.conv_variants import Conv2DTranspose, DepthwiseConv2D, SeparableConv2D
 from kerasish.layers.convolutional import Conv2D
 from kerasish.layers.core import Activation, Dense, Dropout, Flatten, Rescaling, Reshape
@@ -26,6 +27,8 @@ from kerasish.layers.pooling1d import (AveragePooling1D, GlobalAveragePooling1D,
 from kerasish.layers.recurrent import GRU, LSTM, SimpleRNN
 from kerasish.layers.reshaping import (Cropping2D, Identity, Permute, RepeatVector,
                                        UpSampling2D, ZeroPadding2D)
+from kerasish.layers.rnn import RNN
+from kerasish.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from kerasish.layers.wrappers import Bidirectional, TimeDistributed
 
 Convolution2D = Conv2D
@@ -33,6 +36,7 @@ MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
 Convolution1D = Conv1D
+Convolution1DTranspose = Conv1DTranspose
 MaxPool1D = MaxPooling1D
 AvgPool1D = AveragePooling1D
 GlobalMaxPool1D = GlobalMaxPooling1D
@@ -43,9 +47,10 @@ SeparableConvolution2D = SeparableConv2D
 IMAGE_LAYERS = (LayerNormalization, Normalization, UpSampling2D, ZeroPadding2D, Cropping2D,
                 Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SpatialDropout2D,
                 GaussianNoise, GaussianDropout, Permute, RepeatVector, Identity)
-SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, Bidirectional, TimeDistributed,
-                   Conv1D, UpSampling1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
-                   GlobalAveragePooling1D, GlobalMaxPooling2D)
+SEQUENCE_LAYERS = (Embedding, Masking, SimpleRNN, LSTM, GRU, RNN, SimpleRNNCell, LSTMCell,
+                   GRUCell, StackedRNNCells, Bidirectional, TimeDistributed,
+                   Conv1D, Conv1DTranspose, UpSampling1D, MaxPooling1D, AveragePooling1D,
+                   GlobalMaxPooling1D, GlobalAveragePooling1D, GlobalMaxPooling2D)
 
 BUILTIN = {cls.__name__: cls for cls in SEQUENCE_LAYERS + IMAGE_LAYERS + PREPROCESSING_LAYERS + (
     MultiHeadAttention, Attention, AdditiveAttention,
@@ -104,8 +109,10 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Activation", "Flatten", "Re
            "serialize", "register",
            "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
            "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate",
-           "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "Bidirectional",
-           "TimeDistributed", "Conv1D", "UpSampling1D", "MaxPooling1D", "AveragePooling1D",
+           "Embedding", "Masking", "SimpleRNN", "LSTM", "GRU", "RNN", "SimpleRNNCell",
+           "LSTMCell", "GRUCell", "StackedRNNCells", "Bidirectional",
+           "TimeDistributed", "Conv1D", "Conv1DTranspose", "UpSampling1D", "MaxPooling1D",
+           "AveragePooling1D",
            "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
            "LayerNormalization", "Normalization", "UpSampling2D", "ZeroPadding2D", "Cropping2D",
            "Conv2DTranspose", "DepthwiseConv2D", "SeparableConv2D", "SpatialDropout2D",

@@ -3,6 +3,7 @@
 Their configs are Keras's (no `activation` key), so h5 files cross both ways.
 """
 
+from kerasish.layers.channels_first import ChannelsAxis
 from kerasish.layers.core import Activation, check_number
 from kerasish.layers.layer import Layer
 
@@ -53,12 +54,17 @@ class LeakyReLU(Activation):
         return {**Layer.get_config(self), "negative_slope": self.negative_slope}
 
 
-class Softmax(Activation):
-    """Softmax over the last axis (the only axis the kernels normalize over)."""
+class Softmax(ChannelsAxis, Activation):
+    """Softmax over the last axis (the axis the kernels normalize over); axis=1 runs it
+    between two permute launches (layers/channels_first.py), as BatchNormalization(axis=1).
+    """
+
+    propagates_mask = False  # Keras's Softmax reads a mask itself (not supported here)
 
     def __init__(self, axis=-1, **kwargs):
         if isinstance(axis, bool) or axis != -1:
-            raise ValueError(f"Softmax: only axis=-1 is supported; received axis={axis!r}")
+            raise ValueError(f"Softmax: only axis=-1 or axis=1 is supported; received "
+                             f"axis={axis!r}")
         super().__init__("softmax", **kwargs)
         self.axis = -1
 

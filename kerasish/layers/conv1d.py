@@ -9,6 +9,7 @@ import numpy as np
 
 from kerasish import activations
 from kerasish.initializers import get as get_initializer
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.core import _init_config, _positive_int
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
@@ -23,7 +24,7 @@ def _one(value, name, layer):
     return _positive_int(layer, name, value)
 
 
-class Conv1D(Layer):
+class Conv1D(ChannelsFirst, Layer):
     """1-D convolution: (batch, steps, channels) -> (batch, new_steps, filters)."""
     config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
                         "bias_regularizer", "bias_constraint")

@@ -1,8 +1,11 @@
-"""Conv2D: 2-D convolution, channels_last (NHWC) inputs, HWIO kernels (Keras layouts)."""
+"""Conv2D: 2-D convolution, channels_last (NHWC) inputs, HWIO kernels (Keras layouts);
+groups > 1 runs per group (kerasish/layers/conv2d_grouped.py)."""
 
 import numpy as np
 
 from kerasish import activations
+from kerasish.layers import conv2d_grouped as grouped
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.core import _init_config
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
@@ -43,7 +46,7 @@ def normalize_padding(value, layer):
     return padding
 
 
-class Conv2D(Layer):
+class Conv2D(ChannelsFirst, Layer):
     """2-D convolution. Input (batch, H, W, C) -> output (batch, H', W', filters)."""
     config_none_keys = ("activity_regularizer", "kernel_regularizer", "kernel_constraint",
                         "bias_regularizer", "bias_constraint")
@@ -58,9 +61,11 @@ class Conv2D(Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"Conv2D: only data_format='channels_last' is supported; "
                              f"received {data_format!r}")
-        if isinstance(groups, bool) or groups != 1:
-            raise ValueError(f"Conv2D: groups != 1 is not supported; expected groups=1; "
-                             f"received groups={groups!r}")
+        if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or \
+                groups < 1 or filters % groups:
+            raise ValueError(f"Conv2D: expected `groups` to be a positive integer dividing "
+                             f"filters={filters!r}; received groups={groups!r}")
+        self.groups = int(groups)
         self.filters = int(filters)
         self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size", "Conv2D")
         self.strides = normalize_tuple(strides, 2, "strides", "Conv2D")
@@ -74,8 +79,10 @@ class Conv2D(Layer):
         self._columns_ready = False
 
     def build(self, input_shape):
+        if self.groups != 1:
+            grouped.check_groups(self, input_shape)
         self.kernel = self.add_weight(
-            "kernel", (*self.kernel_size, input_shape[-1], self.filters), self.kernel_initializer)
+            "kernel", self._w_shape(input_shape), self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) \
             if self.use_bias else None
 
@@ -84,20 +91,26 @@ class Conv2D(Layer):
                 "dilation_rate": self.dilation_rate}
 
     def _w_shape(self, input_shape):
-        return (*self.kernel_size, input_shape[-1], self.filters)
+        return (*self.kernel_size, input_shape[-1] // self.groups, self.filters)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 4:
             raise ValueError(f"Conv2D {self.name}: expected input of rank 4 (batch, H, W, C); "
                              f"received shape {tuple(input_shape)}")
+        if self.groups != 1:
+            grouped.check_groups(self, input_shape)
+        g = self.groups  # the shape of one group's convolution, then every filter
         try:
-            out = ops.conv2d_output_shape((1, *input_shape[1:]), self._w_shape(input_shape),
+            out = ops.conv2d_output_shape((1, *input_shape[1:3], input_shape[3] // g),
+                                          grouped.group_w_shape(self, input_shape),
                                           **self._geometry())
         except ValueError as exc:
             raise ValueError(f"Conv2D {self.name}: {exc}") from None
-        return (input_shape[0], *out[1:])
+        return (input_shape[0], *out[1:3], self.filters)
 
     def scratch_shapes(self, batch_size):
+        if self.groups != 1:
+            return grouped.scratch_shapes(self, batch_size)
         ws = ops.conv2d_workspace_shape((batch_size, *self.input_shape[1:]),
                                         self._w_shape(self.input_shape), **self._geometry())
         scratch = {"workspace": ((int(np.prod(ws, dtype=np.int64)),), np.float32)}
@@ -119,6 +132,8 @@ class Conv2D(Layer):
         return ws[1]
 
     def forward(self, y, x, training):
+        if self.groups != 1:
+            return grouped.forward(self, y, x, training)
         b = self.bias.value if self.use_bias else None
         ws = self._workspace(x.shape[0])
         # The forward's im2col columns stay in the workspace for backward-filter.
@@ -140,6 +155,8 @@ class Conv2D(Layer):
                            **self._geometry())
 
     def backward(self, dx, dy, x, y):
+        if self.groups != 1:
+            return grouped.backward(self, dx, dy, x, y)
         n = x.shape[0]
         act = self.activation
         if act not in activations.FUSABLE:
@@ -175,7 +192,7 @@ class Conv2D(Layer):
             "filters": self.filters, "kernel_size": tuple(self.kernel_size),
             "strides": tuple(self.strides), "padding": self.padding,
             "data_format": "channels_last", "dilation_rate": tuple(self.dilation_rate),
-            "groups": 1,
+            "groups": self.groups,
             "activation": self.activation, "use_bias": self.use_bias,
             "kernel_initializer": _init_config(self.kernel_initializer),
             "bias_initializer": _init_config(self.bias_initializer),

@@ -45,6 +45,8 @@ class Dense(Layer):
     config_none_keys = ("kernel_regularizer", "kernel_constraint", "bias_regularizer",
                         "bias_constraint")
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
@@ -156,6 +158,8 @@ def _init_config(init):
 class Activation(Layer):
     """Applies an activation function: Activation('relu')."""
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
@@ -177,6 +181,8 @@ class Rescaling(Layer):
 
     scale and offset are numbers, or per-channel lists over the last axis (EfficientNet's
     ImageNet stem): those run as ops.broadcast_binary with a (1, ..., C) device array."""
+
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
 
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -311,6 +317,8 @@ class Dropout(StepCounter, Layer):
     drops whole samples (EfficientNet's stochastic depth). The step and its optional
     device buffer (`step_buffer`, `advance_step()`) are layers/step_buffer.py's.
     """
+
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)

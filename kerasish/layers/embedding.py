@@ -1,7 +1,9 @@
 """Embedding (token ids -> vectors, optional mask_zero) and Masking.
 
 Ids arrive as float32 (the engine's input buffers); an id outside [0, input_dim) gives a
-NaN row. Both layers produce a float32 (N, T) mask through `compute_mask(mask, x)`.
+NaN row. Both layers write a float32 (N, T) mask into the plan's mask buffer through
+`write_mask(mask, x)`; `compute_mask(inputs, mask=None)` is Keras's (a bool array for
+array inputs, what an eager call's result carries as `_keras_mask`).
 """
 
 import numpy as np
@@ -58,10 +60,16 @@ class Embedding(Layer):
             ops.embedding_backward(self.embeddings.grad, dy.reshape((x.size, self.output_dim)),
                                    x.reshape(x.size))
 
-    def compute_mask(self, mask, x):
+    def write_mask(self, mask, x):
         if not self.mask_zero:
-            raise ValueError(f"Embedding {self.name}: compute_mask needs mask_zero=True")
+            raise ValueError(f"Embedding {self.name}: write_mask needs mask_zero=True")
         ops.embedding_mask(mask.reshape(mask.size), x.reshape(x.size))
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: None without mask_zero, else inputs != 0."""
+        if not self.mask_zero:
+            return None
+        return _array_mask(f"Embedding {self.name}", inputs, lambda a: a != 0)
 
     @property
     def produces_mask(self):
@@ -108,9 +116,22 @@ class Masking(Layer):
         if dx is not None:
             ops.masking_backward(dx, dy, self.scratch_view("mask", dy.shape[0]))
 
-    def compute_mask(self, mask, x):
+    def write_mask(self, mask, x):
         ops.masking_forward(self.scratch_view("y", x.shape[0]), mask, x,
                             mask_value=self.mask_value)
 
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: a step is kept when any of its features differs from mask_value."""
+        return _array_mask(f"Masking {self.name}", inputs,
+                           lambda a: np.any(a != np.float32(self.mask_value), axis=-1))
+
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _array_mask(where, inputs, rule):
+    """Keras's compute_mask on concrete inputs (a NumPy bool array)."""
+    if hasattr(inputs, "_keras_history"):
+        raise TypeError(f"{where}: compute_mask of a symbolic tensor is not supported by "
+                        f"kerasish (its mask flows through the model); expected an array")
+    return rule(np.asarray(inputs))

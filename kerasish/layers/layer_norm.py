@@ -55,6 +55,8 @@ class LayerNormalization(Layer):
     config_none_keys = ("beta_regularizer", "beta_constraint", "gamma_regularizer",
                         "gamma_constraint")
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
                  beta_initializer="zeros", gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)

@@ -36,6 +36,8 @@ class _Noise(StepCounter, Layer):
 class GaussianNoise(_Noise):
     """y = x + N(0, stddev) in training; y = x otherwise."""
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     def __init__(self, stddev, seed=None, **kwargs):
         super().__init__(seed=seed, **kwargs)
         self.stddev = check_number("GaussianNoise", "stddev", stddev, ">= 0",
@@ -60,6 +62,8 @@ class GaussianNoise(_Noise):
 
 class GaussianDropout(_Noise):
     """y = x * N(1, sqrt(rate / (1 - rate))) in training; y = x otherwise."""
+
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
 
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(seed=seed, **kwargs)

@@ -2,12 +2,13 @@
 
 import numpy as np
 
+from kerasish.layers.channels_first import ChannelsAxis
 from kerasish.layers.core import _init_config, check_number
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
 
 
-class BatchNormalization(Layer):
+class BatchNormalization(ChannelsAxis, Layer):
     """Normalizes with batch statistics in training and moving statistics in inference.
 
     moving = moving * momentum + batch_stat * (1 - momentum), biased batch variance.

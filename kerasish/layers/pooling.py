@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.convolutional import normalize_padding, normalize_tuple
 from kerasish.layers.layer import Layer
+from kerasish.layers.pooling1d import keep_dims, pooled_rows
 from kernels_numba import ops
 
 
-class _Pooling2D(Layer):
+class _Pooling2D(ChannelsFirst, Layer):
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
                  **kwargs):
         super().__init__(**kwargs)
@@ -71,26 +73,26 @@ class AveragePooling2D(_Pooling2D):
             ops.avgpool2d_backward(dx, dy, **self._kw())
 
 
-class GlobalAveragePooling2D(Layer):
+class GlobalAveragePooling2D(ChannelsFirst, Layer):
     """Mean over H and W: (batch, H, W, C) -> (batch, C)."""
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
-        if keepdims:
-            raise ValueError("GlobalAveragePooling2D: keepdims=True is not supported")
+        self.keepdims = bool(keepdims)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 4:
             raise ValueError(f"GlobalAveragePooling2D {self.name}: expected input of rank 4; "
                              f"received shape {tuple(input_shape)}")
-        return (input_shape[0], input_shape[-1])
+        return keep_dims(self, input_shape)
 
     def forward(self, y, x, training):
-        ops.global_avgpool2d_forward(y, x)
+        ops.global_avgpool2d_forward(pooled_rows(y), x)
 
     def backward(self, dx, dy, x, y):
         if dx is not None:
-            ops.global_avgpool2d_backward(dx, dy)
+            ops.global_avgpool2d_backward(dx, pooled_rows(dy))
 
     def get_config(self):
-        return {**super().get_config(), "data_format": "channels_last", "keepdims": False}
+        return {**super().get_config(), "data_format": "channels_last",
+                "keepdims": self.keepdims}

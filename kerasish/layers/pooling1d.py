@@ -4,6 +4,7 @@ copy, as (batch, 1, steps, C) and pooled with a (1, p) window."""
 
 import numpy as np
 
+from kerasish.layers.channels_first import ChannelsFirst
 from kerasish.layers.conv1d import _one
 from kerasish.layers.layer import Layer
 from kernels_numba import ops
@@ -19,7 +20,7 @@ def _as_2d(a):
     return a.reshape((a.shape[0], 1, a.shape[1], a.shape[2]))
 
 
-class _Pooling1D(Layer):
+class _Pooling1D(ChannelsFirst, Layer):
     def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
         super().__init__(**kwargs)
         cls = type(self).__name__
@@ -74,7 +75,7 @@ class AveragePooling1D(_Pooling1D):
             ops.avgpool2d_backward(_as_2d(dx), _as_2d(dy), **self._kw())
 
 
-class _Global(Layer):
+class _Global(ChannelsFirst, Layer):
     RANK = 3
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
@@ -83,12 +84,11 @@ class _Global(Layer):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"{cls}: only data_format='channels_last' is supported; "
                              f"received {data_format!r}")
-        if keepdims:
-            raise ValueError(f"{cls}: keepdims=True is not supported")
+        self.keepdims = bool(keepdims)
 
     def compute_output_shape(self, input_shape):
         _rank(self, input_shape, self.RANK)
-        return (input_shape[0], input_shape[-1])
+        return keep_dims(self, input_shape)
 
     def _x4(self, x):
         return _as_2d(x) if self.RANK == 3 else x
@@ -97,7 +97,20 @@ class _Global(Layer):
         return tuple(self.input_shape[1:-1]) if self.RANK == 4 else (1, self.input_shape[1])
 
     def get_config(self):
-        return {**super().get_config(), "data_format": "channels_last", "keepdims": False}
+        return {**super().get_config(), "data_format": "channels_last",
+                "keepdims": self.keepdims}
+
+
+def keep_dims(layer, input_shape):
+    """A global pooling's output shape: (batch, C), or with keepdims the pooled axes 1."""
+    if layer.keepdims:
+        return (input_shape[0], *(1,) * (len(input_shape) - 2), input_shape[-1])
+    return (input_shape[0], input_shape[-1])
+
+
+def pooled_rows(y):
+    """A global pooling's output (or its gradient) as (batch, C), keepdims or not."""
+    return y if y.ndim == 2 else y.reshape((y.shape[0], y.shape[y.ndim - 1]))
 
 
 class _GlobalMax(_Global):
@@ -108,12 +121,14 @@ class _GlobalMax(_Global):
         return y.reshape((y.shape[0], 1, 1, y.shape[1]))
 
     def forward(self, y, x, training):
+        y = pooled_rows(y)
         w = self._window()
         ops.maxpool2d_forward(self._y4(y), self.scratch_view("argmax", x.shape[0]), self._x4(x),
                               pool_size=w, strides=w, padding="valid")
 
     def backward(self, dx, dy, x, y):
         if dx is not None:
+            dy = pooled_rows(dy)
             w = self._window()
             ops.maxpool2d_backward(self._x4(dx), self._y4(dy),
                                    self.scratch_view("argmax", dy.shape[0]), pool_size=w,
@@ -131,11 +146,41 @@ class GlobalMaxPooling2D(_GlobalMax):
 
 
 class GlobalAveragePooling1D(_Global):
-    """Mean over steps: (batch, steps, C) -> (batch, C) (masks are not applied)."""
+    """Mean over steps: (batch, steps, C) -> (batch, C). With a mask (Embedding(mask_zero),
+    Masking) the mean of the kept steps, as Keras: sum(x * mask) / sum(mask) (NaN for a
+    sample with no kept step); the mask stops here."""
 
-    def forward(self, y, x, training):
-        ops.global_avgpool2d_forward(y, _as_2d(x))
+    supports_masking = True
 
-    def backward(self, dx, dy, x, y):
-        if dx is not None:
+    def scratch_shapes(self, batch_size):
+        _, t, c = self.input_shape
+        return {"masked": ((batch_size, t, c), np.float32), "count": ((batch_size,), np.float32),
+                "dy": ((batch_size, c), np.float32)}
+
+    def forward(self, y, x, training, mask=None):
+        y = pooled_rows(y)
+        if mask is None:
+            ops.global_avgpool2d_forward(y, _as_2d(x))
+            return
+        n = x.shape[0]
+        masked, count = self.scratch_view("masked", n), self.scratch_view("count", n)
+        ops.masking_backward(masked, x, mask)
+        ops.reduce_axes(y, masked, kind="sum", axes=(1,))
+        ops.reduce_axes(count, mask, kind="sum", axes=(1,))
+        ops.unary_forward(count, count, kind="reciprocal")  # kept for backward
+        ops.scale_rows(y, count)
+
+    def backward(self, dx, dy, x, y, mask=None):
+        if dx is None:
+            return
+        dy, y = pooled_rows(dy), pooled_rows(y)
+        if mask is None:
             ops.global_avgpool2d_backward(_as_2d(dx), dy)
+            return
+        n = x.shape[0]
+        dyw = self.scratch_view("dy", n)
+        ops.copy(dyw, dy)
+        ops.scale_rows(dyw, self.scratch_view("count", n))
+        ops.reduce_axes_backward(dx, dyw, self.scratch_view("masked", n), y, kind="sum",
+                                 axes=(1,))
+        ops.masking_backward(dx, dx, mask)

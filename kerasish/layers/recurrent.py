@@ -93,6 +93,12 @@ class _RNN(Layer):
     def propagates_mask(self):
         return self.return_sequences
 
+    def __call__(self, inputs, initial_state=None, *args, **kwargs):
+        """Keras's `layer(sequences, initial_state=states)` (keras-io's seq2seq decoder):
+        the states become the list input [sequences, *states] the kernels take."""
+        return super().__call__(with_initial_state(self, inputs, initial_state), *args,
+                                **kwargs)
+
     # -- shapes and weights ---------------------------------------------------------
 
     def _split_shape(self, input_shape):
@@ -124,6 +130,12 @@ class _RNN(Layer):
         self.built = True
 
     def compute_output_shape(self, input_shape):
+        if isinstance(input_shape, list) and len(input_shape) > 1:
+            states = [tuple(s)[1:] for s in input_shape[1:]]
+            if states != [(self.units,)] * self.STATES:
+                raise ValueError(f"{type(self).__name__} {self.name}: expected {self.STATES} "
+                                 f"initial state(s) of shape (batch, {self.units}); received "
+                                 f"shapes {[tuple(s) for s in input_shape[1:]]}")
         n, t, _ = self._split_shape(input_shape)
         out = (n, t, self.units) if self.return_sequences else (n, self.units)
         if self.return_state:
@@ -316,6 +328,19 @@ class _RNN(Layer):
 
     def set_extra_state(self, state):
         self._seed, self._step = int(state["seed"]), int(state["step"])
+
+
+def with_initial_state(layer, inputs, initial_state):
+    """[sequences, *states] for `initial_state` (one tensor or a list; None: inputs)."""
+    if initial_state is None:
+        return inputs
+    states = list(initial_state) if isinstance(initial_state, (list, tuple)) else \
+        [initial_state]
+    if isinstance(inputs, (list, tuple)):
+        raise ValueError(f"{type(layer).__name__} '{layer.name}': expected the initial "
+                         f"states either in the input list or as initial_state=; received "
+                         f"both")
+    return [inputs, *states]
 
 
 class SimpleRNN(_RNN):

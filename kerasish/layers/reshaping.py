@@ -197,4 +197,6 @@ class RepeatVector(Layer):
 class Identity(Layer):
     """Returns its input. Zero-copy: the output aliases the input buffer (as Flatten)."""
 
+    propagates_mask = True  # Keras's supports_masking: the mask passes on
+
     aliases_input = True

@@ -1,8 +1,10 @@
 """Creating and converting tensors: zeros/ones/full/arange and the *_like ops, cast,
 stop_gradient, convert_to_tensor/convert_to_numpy, shape.
 
-zeros/ones/full/arange return float32 NumPy arrays (concrete shapes only); used in a
-traced call() they become Constants like any array argument. zeros_like/ones_like/
+zeros/ones/full/arange return float32 NumPy arrays for concrete shapes; used in a
+traced call() they become Constants like any array argument. A shape whose first size
+is None (`ops.zeros((ops.shape(x)[0], units))` in a custom RNN cell loop: the batch) is
+a batch-sized fill in a traced call(), its batch taken from the call's input. zeros_like/ones_like/
 full_like follow a tensor's (possibly batched) shape as ops (a fill launch).
 Every tensor is float32: cast to float32 is the identity, to an integer dtype it
 truncates toward zero and to bool it tests != 0, the results float32 holding those
@@ -23,9 +25,22 @@ _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "
 def _concrete(name, shape):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if any(s is None for s in shape):
-        raise ValueError(f"ops.{name}: expected a concrete shape; received {shape} (for a "
-                         f"batch-sized tensor use ops.{name}_like(x))")
+        raise ValueError(f"ops.{name}: expected a concrete shape, or a None batch (first) "
+                         f"size inside a traced call() with a batched input; received "
+                         f"{shape} (for a batch-sized tensor use ops.{name}_like(x))")
     return shape
+
+
+def _filled(name, shape, value):
+    """A float32 array of `shape`, or a batch-sized fill when its batch size is None."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if shape and shape[0] is None and None not in shape[1:]:
+        from kerasish.graph.tracing import batch_source
+
+        source = batch_source()
+        if source is not None:
+            return run(BatchFillOp(value, shape[1:]), [source])
+    return np.full(_concrete(name, shape), value, np.float32)
 
 
 def _float32(name, dtype):
@@ -36,17 +51,17 @@ def _float32(name, dtype):
 
 def zeros(shape, dtype=None):
     _float32("zeros", dtype)
-    return np.zeros(_concrete("zeros", shape), np.float32)
+    return _filled("zeros", shape, 0.0)
 
 
 def ones(shape, dtype=None):
     _float32("ones", dtype)
-    return np.ones(_concrete("ones", shape), np.float32)
+    return _filled("ones", shape, 1.0)
 
 
 def full(shape, fill_value, dtype=None):
     _float32("full", dtype)
-    return np.full(_concrete("full", shape), fill_value, np.float32)
+    return _filled("full", shape, fill_value)
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -69,6 +84,17 @@ class FillLikeOp(Operation):
     def backward(self, dx, dy, x, y):
         if dx is not None:
             K.fill(dx, 0.0)
+
+
+class BatchFillOp(FillLikeOp):
+    """`value` in a (batch, *sample_shape) tensor, the batch that of its one input."""
+
+    def __init__(self, value, sample_shape):
+        super().__init__(value)
+        self.sample_shape = tuple(int(s) for s in sample_shape)
+
+    def compute_output_shape(self, input_shape):
+        return (tuple(input_shape)[0], *self.sample_shape)
 
 
 def zeros_like(x, dtype=None):

@@ -42,12 +42,23 @@ def _native_entries(model):
 
 def native_entry(layer):
     """(class, name, [Variable], None, {group: entry} or None) for one layer."""
-    from kerasish.layers import recurrent, wrappers
+    from kerasish.layers import recurrent, rnn, wrappers
 
     cls = type(layer).__name__
     if isinstance(layer, recurrent._RNN):
         return (cls, layer.name, [], None,
                 {"cell": (f"{cls}Cell", layer.CELL, legacy_weights(layer), None, None)})
+    if isinstance(layer, rnn.RNN):  # Keras's rnn/cell/vars, rnn/cell/cells/<cell>/vars
+        cell = layer.cell
+        if isinstance(cell, rnn.StackedRNNCells):
+            keys = h5_format.native_layer_keys([type(c).__name__ for c in cell.cells])
+            cells = {key: (type(c).__name__, c.name, legacy_weights(c), None, None)
+                     for key, c in zip(keys, cell.cells)}
+            inner = {"cells": ("list", "cells", [], None, cells)}
+            return (cls, layer.name, [], None,
+                    {"cell": (type(cell).__name__, cell.name, [], None, inner)})
+        return (cls, layer.name, [], None,
+                {"cell": (type(cell).__name__, cell.name, legacy_weights(cell), None, None)})
     if isinstance(layer, wrappers.Bidirectional):
         return (cls, layer.name, [], None, {"forward_layer": native_entry(layer.forward_layer),
                                             "backward_layer": native_entry(layer.backward_layer)})

@@ -64,7 +64,7 @@ def test_activation_layers_compute_and_roundtrip(make, name, reference):
     (lambda: layers.ReLU(threshold=1.0), "max_value and threshold are not supported"),
     (lambda: layers.ReLU(negative_slope=-1), "negative_slope >= 0"),
     (lambda: layers.LeakyReLU(negative_slope=-0.1), "negative_slope >= 0"),
-    (lambda: layers.Softmax(axis=1), "only axis=-1"),
+    (lambda: layers.Softmax(axis=2), "only axis=-1 or axis=1"),
 ])
 def test_activation_layer_errors(make, match):
     with pytest.raises(ValueError, match=match):

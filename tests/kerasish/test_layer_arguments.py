@@ -43,7 +43,7 @@ BAD = [
     (lambda: layers.Conv2D(8, "3"), "Conv2D", "kernel_size", "received kernel_size='3'"),
     (lambda: layers.Conv2D(8, 3, strides=(1.5, 1)), "Conv2D", "strides", "received strides"),
     (lambda: layers.Conv2D(8, 3, strides=-1), "Conv2D", "strides", "received strides=-1"),
-    (lambda: layers.Conv2D(8, 3, groups=2), "Conv2D", "groups", "received .*groups=2"),
+    (lambda: layers.Conv2D(8, 3, groups=3), "Conv2D", "groups", "received .*groups=3"),
     (lambda: layers.MaxPooling2D(pool_size=0), "MaxPooling2D", "pool_size", "positive int"),
     (lambda: layers.MaxPooling2D(pool_size=(2, 2.0)), "MaxPooling2D", "pool_size",
      r"received pool_size=\(2, 2.0\)"),

@@ -209,7 +209,7 @@ def test_frozen_layers_compute_only_dx(on_device, make):
     (lambda: L.Conv2DTranspose(2, 3, dilation_rate=2), "Conv2DTranspose: only dilation_rate"),
     (lambda: L.DepthwiseConv2D(3, depth_multiplier=0), "depth_multiplier"),
     (lambda: L.Conv2D(2, 3, strides=2, dilation_rate=2), "strides > 1"),
-    (lambda: L.Conv2D(2, 3, groups=2), "groups"),
+    (lambda: L.Conv2D(2, 3, groups=3), "groups"),  # groups must divide filters
     (lambda: L.GaussianNoise(-1.0), "GaussianNoise: expected stddev >= 0"),
     (lambda: L.GaussianDropout(1.0), "GaussianDropout: expected rate in"),
     (lambda: L.SpatialDropout2D(0.5, data_format="channels_first"), "channels_last"),

@@ -72,7 +72,7 @@ def _ours_forward_with_masks(model, x):
             layer.forward(y, h, False)
         if getattr(layer, "produces_mask", False):
             mask = np.empty((x.shape[0], x.shape[1]), np.float32)
-            layer.compute_mask(mask, h)
+            layer.write_mask(mask, h)
         elif not getattr(layer, "propagates_mask", False):
             mask = None
         h = y

@@ -209,13 +209,13 @@ def test_masking_feeds_the_recurrent_mask():
     m._build_once((None, 4, 3))
     m.scratch = {k: np.empty(s, dt) for k, (s, dt) in m.scratch_shapes(2).items()}
     mask = np.empty((2, 4), np.float32)
-    m.compute_mask(mask, x)
+    m.write_mask(mask, x)
     assert_close(mask, [[1, 1, 0, 0], [1, 1, 1, 1]])
     e = Embedding(5, 2, mask_zero=True)
     e._build_once((None, 3))
     ids = np.array([[1, 0, 4], [0, 0, 2]], np.float32)
     em = np.empty((2, 3), np.float32)
-    e.compute_mask(em, ids)
+    e.write_mask(em, ids)
     assert_close(em, ids != 0)
 
 
