@@ -113,6 +113,18 @@ def test_feed_rejects_a_batch_larger_than_the_plan(on_device):
             staged.release()
 
 
+def test_a_plan_refuses_a_batch_staged_for_another(on_device):
+    model = tiny_model()
+    ex, other = model._executor(BATCH, TRAIN), model._executor(BATCH + 1, TRAIN)
+    x, y = indexed_data()
+    with pytest.raises(RuntimeError, match="expected a batch staged for this plan"):
+        for staged, _ in ex.feeder().feed(iter([(x[:BATCH], y[:BATCH])])):
+            try:
+                other.train_step(staged, None)
+            finally:
+                staged.release()
+
+
 # -- fit through the feeder ---------------------------------------------------------------
 
 def test_cpu_fit_keeps_the_synchronous_path(monkeypatch):
