@@ -73,17 +73,21 @@ class DataPlans:
 
     def _executor_for(self, ex, batch, loader, mode, targets=None):
         """`ex` while this batch fits it, else one planned for the loader's batch size
-        (never more than its number of samples)."""
+        (never more than its number of samples). A staged batch (CUDA device feed) lies
+        in its feeder's executor's input slot: that executor, whatever its size."""
+        if hasattr(batch, "feeder"):
+            return batch.feeder.ex
         n, signature = _batch_len(batch), self._signature(batch)
         weighted = isinstance(targets, structure.WeightedTargets)
         if ex is None or n > ex.batch_size or ex.signature != signature or \
                 ex.weighted != weighted:
-            size = getattr(loader, "batch_size", 0) or 0
-            samples = getattr(loader, "num_samples", None)
-            if samples is not None:
-                size = min(size, samples)
-            ex = self._executor(max(n, size), mode, signature, weighted)
+            ex = self._executor(max(n, _plan_size(loader)), mode, signature, weighted)
         return ex
+
+    def _loader_executor(self, loader, mode):
+        """The plan for a loader's batches before the first is seen (the device feed):
+        the same size `_executor_for` picks, so a short data set plans no larger one."""
+        return self._executor(max(1, _plan_size(loader)), mode)
 
     def _executor_on_batch(self, xs, mode, targets=None):
         """A cached plan with room for this batch (the smallest), or a new one for it."""
@@ -218,6 +222,13 @@ def _unwrap(batch):
     if isinstance(batch, list) and len(batch) == 1:
         return batch[0]
     return batch
+
+
+def _plan_size(loader):
+    """A loader's batch size, never more than its number of samples (0 when unknown)."""
+    size = getattr(loader, "batch_size", 0) or 0
+    samples = getattr(loader, "num_samples", None)
+    return size if samples is None else min(size, samples)
 
 
 def _batch_len(batch):

@@ -191,6 +191,10 @@ class Executor:
         """Views for this batch, its input on the device: a Staged batch (feeder) only
         makes the compute stream wait for its copy; a host batch is copied now."""
         if hasattr(x, "slot"):
+            if x.feeder.ex is not self:  # its data lies in another plan's slot
+                raise RuntimeError(f"Executor: expected a batch staged for this plan (batch "
+                                   f"size {self.batch_size}); received one staged for batch "
+                                   f"size {x.feeder.ex.batch_size}")
             s = self.step(x.n, x.slot)
             x.wait()
             return s

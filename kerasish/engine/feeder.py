@@ -35,14 +35,15 @@ def epoch_batches(model, loader, what, mode):
     """One epoch's batches for the trainer: host `(x, y)` pairs on the synchronous path,
     `(Staged, None)` pairs on CUDA for a DataLoader. The synchronous path is kept on the
     CPU (no extra copy there) and for generators and Sequences, whose batch size is
-    unknown before the first batch. The staged batches' executor is the one the trainer
-    gets from `model._executor(loader.batch_size, mode)` (cached)."""
+    unknown before the first batch. The staged batches' executor is
+    `model._loader_executor(loader, mode)` (cached); the trainer runs each staged batch
+    on its feeder's executor (`_executor_for`), the one whose slot holds it."""
     host = model._batches(loader, what)
     if not ASYNC_INPUT or model.device != kernels_numba.CUDA or not model.built or \
             not isinstance(loader, DataLoader) or not model._single_io() or \
             getattr(loader, "weighted_outputs", 0):
         return host
-    return model._executor(loader.batch_size, mode).feeder().feed(host)
+    return model._loader_executor(loader, mode).feeder().feed(host)
 
 
 class Staged:

@@ -113,6 +113,18 @@ def test_feed_rejects_a_batch_larger_than_the_plan(on_device):
             staged.release()
 
 
+def test_a_plan_refuses_a_batch_staged_for_another(on_device):
+    model = tiny_model()
+    ex, other = model._executor(BATCH, TRAIN), model._executor(BATCH + 1, TRAIN)
+    x, y = indexed_data()
+    with pytest.raises(RuntimeError, match="expected a batch staged for this plan"):
+        for staged, _ in ex.feeder().feed(iter([(x[:BATCH], y[:BATCH])])):
+            try:
+                other.train_step(staged, None)
+            finally:
+                staged.release()
+
+
 # -- fit through the feeder ---------------------------------------------------------------
 
 def test_cpu_fit_keeps_the_synchronous_path(monkeypatch):
@@ -170,6 +182,41 @@ def test_fit_allocates_nothing_after_the_first_step(on_device):
     assert len(counts) == 6 and len(set(counts)) == 1, counts
     ex = model._executors[(BATCH, TRAIN)]
     assert (ex._feeder is not None) == (on_device == "cuda")
+
+
+def mse_of(weights, x, y):
+    """Dense's mean squared error in float64 NumPy, from the model's weights."""
+    kernel, bias = (np.asarray(w, np.float64) for w in weights)
+    return float(np.mean((x.astype(np.float64) @ kernel + bias - y) ** 2))
+
+
+def test_batch_size_above_the_sample_count_runs_on_the_fed_plan(on_device):
+    """A batch size above the sample count (evaluate's default 32 on 22 samples) plans
+    for the 22 samples; the device feed staged the batch for that same plan, not for a
+    32-sample one whose slot the step never reads (the step read stale data: a wrong
+    loss after fit, a wrong update in fit itself)."""
+    keras.utils.set_random_seed(2)
+    model = models.Sequential([keras.Input((3,)), layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(22, 3)).astype(np.float32)
+    y = rng.normal(size=(22, 2)).astype(np.float32)
+    model.fit(x, y, batch_size=5, epochs=1, verbose=0)  # 5 batches, the last one of 2
+    before = model.get_weights()
+    # one batch of all 22 samples: the epoch's loss is the loss before its one update
+    history = model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], mse_of(before, x, y), rtol=1e-5)
+    weights = model.get_weights()
+    kernel, bias = (np.asarray(w, np.float64) for w in before)
+    grad = 2 * (x.astype(np.float64) @ kernel + bias - y) / y.size  # SGD's lr 0.01
+    np.testing.assert_allclose(weights[0], kernel - 0.01 * x.T @ grad, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(weights[1], bias - 0.01 * grad.sum(0), rtol=1e-5, atol=1e-7)
+    expected = mse_of(weights, x, y)
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(x[:12], y[:12], verbose=0),
+                               mse_of(weights, x[:12], y[:12]), rtol=1e-5)
+    # no 32-sample plan was made for 22 or 12 samples
+    assert all(size <= 22 for size, *_ in model._executors), list(model._executors)
 
 
 # -- which stream each copy takes (the simulator and a GPU) ------------------------------
