@@ -47,24 +47,35 @@ class CompileState:
             self._build_training_state()
 
     def _require_compiled(self, what):
-        if not self.compiled or self.loss is None:
-            raise ValueError(f"You must call `compile()` with a loss before calling "
-                             f"`{what}()` on model '{self.name}'.")
+        """compile() ran; without a loss the model trains on its add_loss terms and
+        regularizers (Keras's endpoint layers), checked when its plan is made
+        (`_check_some_loss`)."""
+        if not self.compiled:
+            raise ValueError(f"You must call `compile()` before calling `{what}()` on "
+                             f"model '{self.name}'.")
+
+    def _check_some_loss(self, ex):
+        """Keras's compute_loss with no compiled loss, no add_loss and no regularizer."""
+        if all(loss is None for loss in self._output_losses) and \
+                not ex.plan.graph.added_ids and not ex.penalties.active:
+            raise ValueError(f"No loss to compute. Provide a `loss` argument in "
+                             f"`compile()` (model '{self.name}' has no add_loss terms or "
+                             f"regularizers either).")
 
     def _build_training_state(self):
         """Per-output losses and metrics, trackers, the parameter blocks and the
         optimizer's slots, on the model's device."""
-        if self._loss_spec is None:
-            return
         names = self.output_names
         shapes = [tuple(t.shape) for t in self.outputs]
-        if _per_output(self._loss_spec):
+        if self._loss_spec is None:  # no compiled loss: add_loss terms and regularizers
+            self._output_losses = [None] * len(names)
+        elif _per_output(self._loss_spec):
             self._output_losses = [None if spec is None else get_loss(spec) for spec in
                                    structure.per_output(self._loss_spec, names, "loss")]
         else:  # one loss for every output: the compiled object first, a copy for the rest
             self._output_losses = [self.loss] + [get_loss(self._loss_spec)
                                                  for _ in names[1:]]
-        if all(loss is None for loss in self._output_losses):
+        if self._loss_spec is not None and all(loss is None for loss in self._output_losses):
             raise ValueError(f"compile: model '{self.name}' has no loss for any output")
         weights = structure.per_output(self._loss_weights_spec, names, "loss_weights", 1.0)
         self._loss_weights = [1.0 if w is None else float(w) for w in weights]
@@ -102,7 +113,7 @@ class CompileState:
         for tracker in self._loss_trackers:
             if tracker is not None:
                 tracker.build(self.device)
-        self._loss_tracker = next(t for t in self._loss_trackers if t is not None)
+        self._loss_tracker = next((t for t in self._loss_trackers if t is not None), None)
         self._added_loss_tracker = kmetrics.LossMean("added_losses")
         self._added_loss_tracker.build(self.device)
         parameters.pack(self)
@@ -124,7 +135,8 @@ class CompileState:
             return dist.reduce_logs(lambda: self._read_logs(_reduced=True))
         added = self._added_loss_tracker.result() if self._added_loss_tracker else 0.0
         if len(self._output_losses) == 1:
-            logs = {"loss": self._loss_tracker.result() + added}  # add_loss terms included
+            own = self._loss_tracker.result() if self._loss_tracker is not None else 0.0
+            logs = {"loss": own + added}  # add_loss terms included
             for metric in self._metrics:
                 logs[metric.name] = metric.result()
             return logs
@@ -145,7 +157,7 @@ class CompileState:
 
     @property
     def metrics_names(self):
-        if not self.compiled or not self._loss_trackers:
+        if not self.compiled or not self._output_losses:
             return []
         return list(self._read_logs())
 

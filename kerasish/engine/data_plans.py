@@ -4,7 +4,8 @@ loaders fit/evaluate/predict iterate, and the LRU cache of plans (engine/executo
 import numpy as np
 
 from kerasish.engine import parameters, structure
-from kerasish.engine.executor import TRAIN, Executor
+from kerasish.engine.executor import PREDICT, TRAIN, Executor
+from kerasish.layers.layer import Layer
 
 _MAX_PLANS = 6  # (batch size, mode) plans kept per model; the least recently used goes
 
@@ -52,11 +53,17 @@ class DataPlans:
         key = (int(batch_size), mode) + ((signature,) if signature is not None else ()) + \
             (("weighted",) if weighted else ())
         ex = self._executors.pop(key, None)
+        if ex is not None and mode == TRAIN and ex.trainable_token != Layer.trainable_changes:
+            # a trainable flag changed since this plan was made (after compile, as Keras 3
+            # allows: its train step reads trainable_weights each step): plan again
+            ex = None
         if ex is None:
             if mode == TRAIN:
                 parameters.pack(self)
                 parameters.attach_optimizer(self)
             ex = Executor(self, batch_size, mode, signature=signature, weighted=weighted)
+            if mode != PREDICT:
+                self._check_some_loss(ex)
         self._executors[key] = ex
         while len(self._executors) > _MAX_PLANS:
             self._executors.pop(next(iter(self._executors)))
@@ -138,12 +145,16 @@ class DataPlans:
                     yb = self._check_y(yb, what)
                     if wb is not None:
                         yb = self._weighted(yb, wb, None, what)
-            if with_y and yb is None:
+            if with_y and yb is None and _needs_targets(self):
                 raise ValueError(f"{what}: the data yields no labels (expected (x, y) batches)")
             k = getattr(loader, "weighted_outputs", 0)
             if k and with_y:  # Columns of targets then weights (_arrays_loader)
                 yb = structure.WeightedTargets(yb[:k], yb[k:])
             yield _unwrap(xb), yb if isinstance(yb, structure.WeightedTargets) else _unwrap(yb)
+
+
+def _needs_targets(model):
+    return any(loss is not None for loss in model._output_losses)
 
 
 def loader_is_checked(loader):

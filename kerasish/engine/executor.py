@@ -11,6 +11,7 @@ On CUDA the trainer may feed the slots ahead through engine/feeder.py.
 """
 
 import os
+import warnings
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from kerasish.engine.plan import PREDICT, TEST, TRAIN, Plan  # noqa: F401 (re-ex
 from kerasish.engine.step import _ACTIVITY, _ADD, _CALL, _POOLED, _ZERO, Step, _bound
 from kerasish.engine.structure import WeightedTargets
 from kerasish.graph.memory import plan_storage
+from kerasish.graph.tracing import record_losses
 from kernels_numba import ops
 
 
@@ -62,6 +64,11 @@ class Executor:
         self._feeder = None
         # the optimizer's list, fixed with the plan (model.trainable_weights walks the layers)
         self._variables = model._trainable_variables if mode == TRAIN else []
+        from kerasish.layers.layer import Layer
+
+        self.trainable_token = Layer.trainable_changes  # the flags this plan was made with
+        if mode == TRAIN and not self._variables and not input_grads:
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._replay = launch_plan.REPLAY and allocate and launch_plan.launches_only(self)
         self._random_layers = launch_plan.random_layers(self)
 
@@ -274,12 +281,12 @@ class Executor:
             if reg.active:  # regularizers: their penalties and gradients
                 reg.add_activity_values(s, s.activity_done)
                 reg.add_weights(train=True)
-                reg.finish(model, s.n)
+                reg.finish(model, s.n, bool(s.added))
             dist = getattr(model, "_distribution", None)  # hook: kerasish.distribute
             if dist is not None:
                 dist.reduce_gradients(s.n)  # mean over the ranks, before the update
             lists = ready or (fwd, loss, bwd)
-            if apply:
+            if apply and self._variables:  # Keras: no trainable weights, no update
                 if len(lists) == 4:  # the update's host half, then its bound launches
                     model.optimizer.advance_step()
                     lists[3].replay()
@@ -308,7 +315,7 @@ class Executor:
                 self.penalties.begin()
                 self.penalties.add_activity_values(s)
                 self.penalties.add_weights(train=False)
-                self.penalties.finish(self.model, s.n)
+                self.penalties.finish(self.model, s.n, bool(s.added))
         finally:
             self._end(x)
 
@@ -317,6 +324,9 @@ class Executor:
         s = self.step(len(xs[0]))
         self.load(s, xs)
         self.forward(s, False)
+        if s.added:  # layer.losses: this call's add_loss values
+            record_losses(self.plan.graph.added_owners,
+                          [kernels_numba.to_host(v) for v in s.added])
         return [kernels_numba.to_host(o) for o in s.outputs]
 
     def _loss_and_metrics(self, s):

@@ -73,12 +73,15 @@ class Penalties:
                 ops.activity_penalty(self.penalty, None, s.acts[t], l1=l1, l2=l2,
                                      scale=1.0 / s.n, workspace=self.workspace)
 
-    def finish(self, model, n):
-        """The step's penalty into the add_loss tracker (the logged loss includes it)."""
+    def finish(self, model, n, counted=False):
+        """The step's penalty into the add_loss tracker (the logged loss includes it);
+        `counted`: the step's add_loss terms already counted its n rows (a mean tracker:
+        counting them twice halved both)."""
         if self.active:
             tracker = model._added_loss_tracker
             ops.axpy(tracker.acc, self.penalty, float(n))
-            tracker.count += n
+            if not counted:
+                tracker.count += n
 
     def constrain(self):
         for var in self.constrained:

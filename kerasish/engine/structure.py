@@ -141,10 +141,23 @@ def check_input(x, expected, model_name, index, what):
                          f"scalar {x!r}")
     if len(x) == 0:
         raise ValueError(f"{what}: received empty input data (shape {x.shape})")
+    if expected is not None:
+        x = _adjust_rank(x, tuple(expected))
     if expected is not None and not same_sizes(x.shape[1:], expected[1:]):
         raise ValueError(
             f"Input {index} of model '{model_name}' is incompatible: expected shape "
             f"{(None, *expected[1:])}, received shape {(None, *x.shape[1:])}")
+    return x
+
+
+def _adjust_rank(x, expected):
+    """Keras's functional models (Functional._adjust_input_rank): one axis more ending
+    in size 1 is squeezed; one axis less, where the input's last size is 1, expanded
+    (a 1-D array for Input((1,)))."""
+    if x.ndim == len(expected) + 1 and x.shape[-1] == 1:
+        return x.reshape(x.shape[:-1])
+    if x.ndim == len(expected) - 1 and expected[-1] == 1:
+        return x.reshape((*x.shape, 1))
     return x
 
 

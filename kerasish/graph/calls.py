@@ -16,6 +16,11 @@ _EAGER_MODELS_PER_LAYER = 4  # input shapes a layer keeps a ready model for
 
 
 def call_layer(layer, inputs, args, training, mask, kwargs):
+    if args and not kwargs and _positional_tensors(layer, inputs, args):
+        # call(self, targets, logits, ...): several tensors, one node on their list
+        layer._positional_call = True
+        inputs = [inputs, *args]
+        args = ()
     if args or kwargs:
         raise TypeError(f"Layer '{layer.name}' was called with extra arguments "
                         f"{list(args) + sorted(kwargs)}; kerasish layers take one input "
@@ -26,6 +31,20 @@ def call_layer(layer, inputs, args, training, mask, kwargs):
     if is_symbolic(inputs):
         return call_symbolic(layer, inputs)
     return call_eager(layer, inputs, training)
+
+
+def _positional_tensors(layer, inputs, args):
+    """Keras's endpoint-layer call `layer(targets, logits)`: a call() layer given several
+    positional tensors (symbolic, or arrays), each one tensor."""
+    from kerasish.graph import tracing
+    from kerasish.graph.nodes import KerasTensor
+
+    if not tracing.is_traced(layer):
+        return False
+    items = [inputs, *args]
+    if all(isinstance(t, KerasTensor) for t in items):
+        return True
+    return all(hasattr(t, "shape") and not isinstance(t, KerasTensor) for t in items)
 
 
 def call_symbolic(layer, inputs):
@@ -71,7 +90,8 @@ def call_eager(layer, inputs, training):
     if model is None:
         ins = [Input(shape=a.shape[1:], name=f"{layer.name}_eager_input_{k}")
                for k, a in enumerate(arrays)]
-        outs = layer(ins if as_list else ins[0])
+        outs = layer(*ins) if as_list and layer.__dict__.get("_positional_call") else \
+            layer(ins if as_list else ins[0])
         model = Functional(ins if as_list else ins[0], outs, name=f"{layer.name}_eager")
     cache[key] = model
     while len(cache) > _EAGER_MODELS_PER_LAYER:

@@ -16,6 +16,7 @@ node 0 is its own construction, so its calls count from 1).
 
 import collections
 
+from kerasish.graph import tracing
 from kerasish.graph.nodes import KerasTensor
 
 
@@ -70,6 +71,8 @@ def _node_config(layer, node, index):
         args, kwargs = layer.node_arguments(list(node.input_structure))
         as_tensor = lambda t: _tensor(t, index) if isinstance(t, KerasTensor) else t  # noqa
         return {"args": _struct(args, as_tensor), "kwargs": _struct(kwargs, as_tensor)}
+    if layer.__dict__.get("_positional_call"):  # call(self, targets, logits): one arg each
+        return {"args": [_struct(t, as_tensor) for t in node.input_structure], "kwargs": {}}
     return {"args": [_struct(node.input_structure, as_tensor)], "kwargs": {}}
 
 
@@ -169,6 +172,9 @@ def _node_call(layer, node_data, created, where):
             return args, kwargs
         tensor_kwargs = sorted(k for k, v in kwargs.items()
                                if any(isinstance(t, KerasTensor) for t in _leaves(v)))
+        if len(args) > 1 and not tensor_kwargs and tracing.is_traced(layer) and \
+                all(isinstance(t, KerasTensor) for t in args):
+            return args, {}  # a call() taking several positional tensors (endpoint layers)
         if len(args) != 1 or tensor_kwargs:
             raise ValueError(f"Invalid Functional config in {where}: layer '{layer.name}' "
                              f"({type(layer).__name__}) takes one input (a tensor or a "

@@ -137,6 +137,7 @@ class FlatGraph:
         self.calls, self.shapes = [], []
         self.mask_of, self.mask_shapes = {}, []  # tensor id -> mask id; mask id -> shape
         self.added_ids = []  # scalars from add_loss, added to the training loss
+        self.added_owners = []  # the layer whose add_loss gave each
         self.input_ids = [self._new_tensor(t.shape) for t in model.inputs]
         self.output_ids = self._inline(model, self.input_ids)
         if input_shapes is None and self._has_none() and \
@@ -213,6 +214,7 @@ class FlatGraph:
             for t, k in zip(node.output_tensors, outs):
                 ids[id(t)] = k
         self.added_ids += [ids[id(t)] for t in getattr(model, "added", ())]
+        self.added_owners += [getattr(t, "_loss_owner", None) for t in getattr(model, "added", ())]
         return [ids[id(t)] for t in model.outputs]
 
     def consumers(self):

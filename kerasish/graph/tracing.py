@@ -44,7 +44,23 @@ def add_loss(layer, value):
                          f"call()")
     if tuple(value.shape):  # Keras sums a non-scalar loss
         value = ops_sum(value)
+    value._loss_owner = layer  # whose `losses` an eager run's value joins
     _added[-1].append(value)
+
+
+def record_losses(owners, values):
+    """An eager run's add_loss values (host copies) into their layers' `losses`:
+    each owner keeps its terms of this, its last, call (Keras clears them per call)."""
+    import numpy as np
+
+    from kerasish.ops.operation import eager
+
+    for owner in owners:
+        if owner is not None:
+            owner._losses = []
+    for owner, value in zip(owners, values):
+        if owner is not None:
+            owner._losses.append(eager(np.asarray(value, np.float32).reshape(())))
 
 
 def is_traced(layer):
@@ -83,6 +99,8 @@ def _call(layer, args):
     try:
         # state updates (assign_add in call(), e.g. the guide's ComputeSum) run with the
         # graph like the losses given to add_loss
+        if layer.__dict__.get("_positional_call") and isinstance(args, list):
+            return target(*args, **kwargs), _added[-1], _effects[-1]  # call(a, b, ...)
         return target(args, **kwargs), _added[-1], _effects[-1]
     finally:
         _owners.pop()
@@ -105,7 +123,7 @@ def symbolic_inputs(layer, input_shape):
 def trace(layer, input_shape):
     """The Trace of layer.call for `input_shape` (built and cached on first use)."""
     traces = layer.__dict__.setdefault("_traces", {})
-    key = _signature(input_shape)
+    key = _signature(input_shape) + ("*" if layer.__dict__.get("_positional_call") else "")
     found = traces.get(key)
     if found is not None:
         return found

@@ -272,6 +272,36 @@ class Layer:
             raise ValueError(f"Layer {self.name} is not built yet: call build() or fit first.")
         return int(sum(np.prod(w.shape) for w in self._weights))
 
+    @property
+    def losses(self):
+        """Keras 3's `layer.losses`: the add_loss values of the last call on arrays (this
+        layer's and every sublayer's), then each regularized trainable weight's penalty
+        for its current value. Symbolic calls and fit record no values."""
+        from kerasish.ops.operation import eager
+
+        found = list(self.__dict__.get("_losses", ()))
+        for layer in self._flatten_layers():
+            found += layer.__dict__.get("_losses", ())
+        for var in self.trainable_weights:
+            if getattr(var, "regularizer", None) is not None:
+                found.append(eager(np.asarray(var.regularizer(var.numpy()), np.float32)))
+        return found
+
+    def _sublayers(self):
+        return self._tracked_layers()
+
+    def _flatten_layers(self):
+        """Every layer inside this one (nested models, sublayers), each once."""
+        out, seen, todo = [], {id(self)}, list(self._sublayers())
+        while todo:
+            layer = todo.pop(0)
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            out.append(layer)
+            todo += layer._sublayers()
+        return out
+
     def add_loss(self, loss):
         """Keras's add_loss inside call(): a scalar (or summed) tensor added to the
         model's training loss, with its gradient (e.g. activity regularization)."""

@@ -65,7 +65,15 @@ class Loss:
         return cls(**config)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        """The reduced loss of host arrays, as Keras's `loss(y_true, y_pred)`."""
+        """The reduced loss of host arrays, as Keras's `loss(y_true, y_pred)`; on symbolic
+        tensors (inside a layer's call()) a traced tensor (losses/symbolic.py)."""
+        from kerasish.ops.operation import is_symbolic
+
+        if is_symbolic(y_true, y_pred) or sample_weight is not None and \
+                is_symbolic(sample_weight):
+            from kerasish.losses.symbolic import call_symbolic
+
+            return call_symbolic(self, y_true, y_pred, sample_weight)
         values = self.per_sample(y_true, y_pred).astype(np.float64)
         weights = None
         if sample_weight is not None:

@@ -50,6 +50,9 @@ class Model(Trainer, Layer):
     def layers(self):
         return self._tracked_layers()
 
+    def _sublayers(self):
+        return self.layers
+
     def _build_once(self, input_shape):
         """Trace call() for `input_shape` once (a subclassed model's graph)."""
         from kerasish.layers.layer import shape_structure
@@ -117,6 +120,8 @@ class Model(Trainer, Layer):
     @trainable.setter
     def trainable(self, value):
         """Like Keras 3: sets every inner layer's flag too."""
+        if self.__dict__.get("_trainable", True) != bool(value):
+            Layer.trainable_changes += 1  # training plans made before are made again
         self._trainable = bool(value)
         for layer in (self.layers if "_trainable" in self.__dict__ and
                       hasattr(self, "_executors") else ()):

@@ -123,3 +123,40 @@ def test_frozen_batchnorm_trains_like_keras():
         np.testing.assert_array_equal(a, b)
     for a, b in zip(bn_before, theirs.layers[1].get_weights()):
         np.testing.assert_array_equal(a, b)  # Keras changes none of them either
+
+
+def _small_model():
+    model = keras.Sequential([keras.Input((3,)), layers.Dense(4, activation="relu"),
+                              layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    return model
+
+
+def test_model_frozen_after_compile_fits_without_updates():
+    """Issue 34: trainable=False after compile made the replayed update fail (`apply() has
+    not run yet`); Keras 3 trains nothing and leaves the optimizer at step 0."""
+    x, y = _data((3,), (None, 1), n=16)
+    model = _small_model()
+    before = model.get_weights()
+    model.trainable = False
+    with pytest.warns(UserWarning, match="does not have any trainable weights"):
+        history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)
+    assert len(set(history.history["loss"])) == 1
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    assert model.optimizer.iterations == 0
+    model.trainable = True  # plans made frozen are made again: training resumes
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    assert model.optimizer.iterations == 4
+    assert not np.array_equal(before[0], model.get_weights()[0])
+
+
+def test_layer_frozen_between_fits_is_replanned():
+    x, y = _data((3,), (None, 1), n=16)
+    model = _small_model()
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)  # plans cached
+    after_first = model.get_weights()
+    model.layers[0].trainable = False
+    model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    now = model.get_weights()
+    assert np.array_equal(after_first[0], now[0]) and np.array_equal(after_first[1], now[1])
+    assert not np.array_equal(after_first[2], now[2])
