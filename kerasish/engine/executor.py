@@ -292,7 +292,7 @@ class Executor:
                     lists[3].replay()
                 else:
                     lists += (launch_plan.captured(
-                        self, lambda: model.optimizer.apply(self._variables)),)
+                        self, lambda: model.optimizer.apply_in_place(self._variables)),)
                 reg.constrain()
             if not ready:
                 launch_plan.remember(self, s, TRAIN, *lists)
