@@ -222,7 +222,11 @@ class Model(Trainer, Layer):
         inference outputs for x as one batch (NumPy). Training-mode forwards run only in
         fit and train_on_batch, where their backward follows."""
         from kerasish.graph.nodes import is_symbolic
+        from kerasish.tape import recording
 
+        if recording.CURRENT is not None:  # a GradientTape records this call
+            return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
+        inputs = recording._arrays_in(inputs)  # a tape's tensors are their values here
         if is_symbolic(inputs):
             return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
         if training:

@@ -15,10 +15,14 @@ time); it broadcasts against None or 1 only, and ops refuse to move it from the 
 import numpy as np
 
 from kerasish.ops.operation import as_array, as_tensor, eager, is_symbolic
+from kerasish.tape import recording
 
 
 def run(op, inputs, as_list=False):
     """Apply Operation `op` to `inputs` (a list of op arguments, in order)."""
+    if recording.CURRENT is not None and recording.records_op(inputs):  # a GradientTape
+        tensors = [as_tensor(recording.op_argument(v)) for v in inputs]
+        return recording.CURRENT.mark(op(tensors if as_list else tensors[0]))
     if is_symbolic(*inputs):
         tensors = [as_tensor(v) for v in inputs]
         return op(tensors if as_list else tensors[0])

@@ -14,6 +14,7 @@ import numpy as np
 
 from kernels_numba import ops as K
 from kerasish.ops.dispatch import broadcast_shapes, dims, is_batched, run
+from kerasish.tape import recording
 from kerasish.ops.operation import Operation
 
 
@@ -116,7 +117,7 @@ def dot(x1, x2):
     from kerasish.ops.elementwise import multiply
     from kerasish.ops.shapes import reshape, transpose
 
-    s1, s2 = _shape(x1), _shape(x2)
+    s1, s2 = (_shape(x) for x in recording.align(x1, x2))  # a GradientTape's arrays
     if not s1 or not s2:
         return multiply(x1, x2)
     if len(s2) <= 2:
