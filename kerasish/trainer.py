@@ -240,6 +240,7 @@ class Trainer(CompileState, DataPlans):
                        return_dict=False):
         """One training step on one batch; metrics are reset first (Keras 3)."""
         self._require_compiled("train_on_batch")
+        self._bind_labels(y, sample_weight, class_weight, "train_on_batch")
         x, y = self._check_x(x, "train_on_batch"), self._check_y(y, "train_on_batch")
         y = self._weighted(y, sample_weight, class_weight, "train_on_batch")
         self._reset_metrics()
@@ -248,6 +249,7 @@ class Trainer(CompileState, DataPlans):
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
+        self._bind_labels(y, sample_weight, None, "test_on_batch")
         x, y = self._check_x(x, "test_on_batch"), self._check_y(y, "test_on_batch")
         y = self._weighted(y, sample_weight, None, "test_on_batch")
         self._reset_metrics()

@@ -5,7 +5,7 @@ trackers, the parameter blocks and the optimizer; reading the logs (Keras 3 name
 from kerasish import losses as klosses
 from kerasish import metrics as kmetrics
 from kerasish import optimizers as koptimizers
-from kerasish.engine import parameters, structure, traced_loss, traced_metric
+from kerasish.engine import compute_loss, parameters, structure, traced_loss, traced_metric
 
 
 class CompileState:
@@ -46,6 +46,32 @@ class CompileState:
         if self.built:
             self._build_training_state()
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras 3's training hook. Override it in a Model subclass (traced: see
+        engine/compute_loss.py); kerasish's own loss computation is its plan's."""
+        raise ValueError(f"Model '{self.name}': calling Model.compute_loss (or "
+                         f"super().compute_loss() from an override) is not supported yet; "
+                         f"an override must compute its loss from x, y and y_pred itself")
+
+    def _bind_labels(self, y, sample_weight=None, class_weight=None, what="fit"):
+        """With a compute_loss override: the label kind from the data (its plan's y),
+        the training state rebuilt when it changes; sample weights refused by name."""
+        if not compute_loss.overrides(self):
+            return
+        if sample_weight is not None or class_weight is not None:
+            raise ValueError(f"{what}: sample_weight and class_weight with a compute_loss "
+                             f"override (model '{self.name}') are not supported yet")
+        first = y[0] if isinstance(y, (list, tuple)) and y and hasattr(y[0], "shape") else y
+        if first is None or not hasattr(first, "shape"):
+            return
+        out = tuple(self.outputs[0].shape) if self.outputs else None
+        sparse = compute_loss.label_kind(first, out)
+        if sparse != self.__dict__.get("_labels_sparse", False):
+            self._labels_sparse = sparse
+            if self.built and self.compiled:
+                self._build_training_state()
+                self._executors.clear()
+
     def _require_compiled(self, what):
         """compile() ran; without a loss the model trains on its add_loss terms and
         regularizers (Keras's endpoint layers), checked when its plan is made
@@ -67,7 +93,14 @@ class CompileState:
         optimizer's slots, on the model's device."""
         names = self.output_names
         shapes = [tuple(t.shape) for t in self.outputs]
-        if self._loss_spec is None:  # no compiled loss: add_loss terms and regularizers
+        if compute_loss.overrides(self):  # the model's own compute_loss is output 0's loss
+            if len(names) != 1:
+                raise ValueError(f"Model '{self.name}': a compute_loss override with several "
+                                 f"outputs is not supported yet; received {len(names)} "
+                                 f"outputs")
+            self._output_losses = [compute_loss.ComputeLoss(
+                self, self.__dict__.get("_labels_sparse", False))]
+        elif self._loss_spec is None:  # no compiled loss: add_loss terms and regularizers
             self._output_losses = [None] * len(names)
         elif _per_output(self._loss_spec):
             self._output_losses = [None if spec is None else get_loss(spec) for spec in
@@ -185,10 +218,12 @@ def _as_list(x):
 
 
 def _custom_metric(m):
-    """A keras.metrics.Metric subclass with its own update_state (traced)."""
+    """A keras.metrics.Metric subclass with its own update_state, or a user function
+    (both traced)."""
     from kerasish.metrics.base import Metric
 
-    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state
+    return isinstance(m, Metric) and type(m).update_state is not Metric.update_state or \
+        traced_metric.is_function(m)
 
 
 def get_loss(spec):
@@ -203,6 +238,7 @@ def _serialize_metrics(metrics):
         return {k: _serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, (list, tuple)):
         return [(_serialize_metrics(m) or []) if isinstance(m, (list, tuple)) or m is None
+                else m if traced_metric.is_function(m)  # serialized by its registered name
                 else {"class_name": type(m).__name__, "config": m.get_config()}
                 if _custom_metric(m) else kmetrics.serialize(kmetrics.check_names([m])[0])
                 for m in metrics] or None

@@ -108,6 +108,7 @@ class DataPlans:
                 raise ValueError(f"{what}: `y` must be None when `x` is a loader or generator")
             return make_loader(x, batch_size=batch_size, shuffle=shuffle), None
         batch_size = _check_count(batch_size, what)
+        self._bind_labels(y, sample_weight, class_weight, what)
         xs = self._check_x(x, what)
         ys = None
         if y is not None:

@@ -74,9 +74,11 @@ class Step:
                 continue
             rows = self.n_rows[i]
             dy = grads.get(t) if plan.writers[t][:1] == [("loss", i)] else None
+            scratch = {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()}
+            if getattr(loss, "wants_inputs", False):  # a compute_loss override reads x
+                scratch["__inputs__"] = self.inputs
             self.losses.append((loss, self.output_rows[i], self.targets[i],
-                                _rows_view(ex.per_row[i], rows),
-                                {k: _rows_view(v, rows) for k, v in ex.loss_scratch[i].items()},
+                                _rows_view(ex.per_row[i], rows), scratch,
                                 ex.model._loss_weights[i] / rows,
                                 None if dy is None else dy.reshape(self.output_rows[i].shape)))
             self.loss_outputs.append(i)

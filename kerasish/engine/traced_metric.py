@@ -77,10 +77,50 @@ class TracedMetric:
         return model
 
 
+def function_metric(fn):
+    """`metrics=[fn]`: Keras's MeanMetricWrapper of a user function fn(y_true, y_pred),
+    its per-sample values traced like a custom loss's (engine/traced_loss.py) and
+    averaged over the samples on the device."""
+    from kerasish.engine.traced_loss import TracedLoss
+    from kerasish.metrics.base import MeanMetric
+
+    class FunctionMetric(MeanMetric):
+        def __init__(self):
+            super().__init__(name=fn.__name__)
+            self.fn, self._values = fn, TracedLoss(fn, name=fn.__name__)
+            self.sparse = None
+
+        def bind_labels(self, sparse):
+            if sparse:
+                raise ValueError(f"metric function '{self.name}': integer labels (with a "
+                                 f"sparse loss) are not supported yet; expected targets "
+                                 f"shaped like the model output (one-hot or values)")
+            self.sparse = False
+
+        def values(self, out, y_pred, y_true):
+            self._values.forward(out, y_pred, y_true, {})
+
+        def get_config(self):
+            return {"name": self.name}
+
+    return FunctionMetric()
+
+
+def is_function(metric):
+    """A plain Python function given in `metrics=` (not one of kerasish's names)."""
+    import inspect
+
+    return inspect.isfunction(metric) and \
+        not getattr(metric, "__module__", "").startswith("kerasish.")
+
+
 def wrap(metric):
-    """A TracedMetric for a Metric subclass that defines its own update_state."""
+    """A TracedMetric for a Metric subclass that defines its own update_state, a
+    FunctionMetric for a function."""
     from kerasish.metrics.base import Metric
 
+    if is_function(metric):
+        return function_metric(metric)
     if type(metric).update_state is not Metric.update_state:
         return TracedMetric(metric)
     return metric

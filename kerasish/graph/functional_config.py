@@ -91,10 +91,23 @@ def get_config(model):
         entry["class_name"] = serialization.get_registered_name(layer)
         entry["name"] = layer.name
         entry["inbound_nodes"] = [_node_config(layer, n, index) for n in nodes]
+        build = _own_build_config(layer)
+        if build is not None:  # from_config gives it to the layer's build_from_config
+            entry["build_config"] = build
         entries.append(entry)
     return {"name": model.name, "trainable": model.trainable, "layers": entries,
             "input_layers": _struct(model._inputs_struct, lambda t: _history(t, io)),
             "output_layers": _struct(model._outputs_struct, lambda t: _history(t, io))}
+
+
+def _own_build_config(layer):
+    """A user layer's own get_build_config() (Keras 3 writes build_config in every layer
+    entry; kerasish's layers are built by their calls)."""
+    method = getattr(type(layer), "get_build_config", None)
+    if method is None or getattr(method, "__module__", "").startswith("kerasish.") or \
+            not getattr(layer, "built", False):
+        return None
+    return layer.get_build_config()
 
 
 def _is_ref(value):
@@ -196,7 +209,7 @@ def _node_call(layer, node_data, created, where):
 
 def from_config(cls, config, custom_objects=None, where="the model config"):
     from kerasish import layers as klayers
-    from kerasish.saving import serialization
+    from kerasish.saving import keras_revive, serialization
 
     for key in ("layers", "input_layers", "output_layers"):
         if key not in config:
@@ -207,6 +220,7 @@ def from_config(cls, config, custom_objects=None, where="the model config"):
         name = entry.get("name") or entry["config"].get("name")
         layer = klayers.deserialize({"class_name": entry["class_name"],
                                      "config": entry["config"]}, custom_objects)
+        keras_revive.user_build_from_config(layer, entry.get("build_config"), where)
         if name in created:
             raise ValueError(f"Invalid Functional config in {where}: layer name '{name}' "
                              f"appears twice")

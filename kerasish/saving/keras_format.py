@@ -17,8 +17,8 @@ import tempfile
 
 import h5py
 
-from kerasish.saving import h5_format, h5_safety, json_utils, keras_objects, keras_revive, \
-    keras_zip, serialization, weights_io
+from kerasish.saving import h5_format, h5_safety, json_utils, keras_assets, keras_objects, \
+    keras_revive, keras_zip, serialization, weights_io
 from kerasish.utils import stale_temps
 
 
@@ -44,7 +44,8 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         "keras_version": h5_format.KERAS_VERSION,
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     keras_zip.write_archive(filepath, config_json, metadata_json,
-                            _weights_bytes(model, include_optimizer), overwrite)
+                            _weights_bytes(model, include_optimizer), overwrite,
+                            keras_assets.collect(model))
 
 
 def _model_config(zf, source):
@@ -167,6 +168,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
             with weights_io.build_budget(source, weights_io.file_weight_bytes(weights.data)):
                 model = _rebuild(config, custom_objects, compile, source)
             weights.load_into(model, optimizer=compile)
+        keras_assets.restore(zf, model, source)  # after the weights, as Keras 3
     return model
 
 

@@ -203,13 +203,14 @@ def _build_config(layer):
     return None if shape is None else {"input_shape": _shape_json(shape)}
 
 
-def layer_dict(layer, config=None):
-    """One layer in Keras 3's form (with build_config once it is built)."""
+def layer_dict(layer, config=None, build=None):
+    """One layer in Keras 3's form (with build_config once it is built; `build`: the one
+    the model's config already holds)."""
     config = layer.get_config() if config is None else config
     module, class_name, registered = _class_keys(type(layer), "layers")
     out = {"module": module, "class_name": class_name,
            "config": _layer_config(class_name, config), "registered_name": registered}
-    build = _build_config(layer)
+    build = _build_config(layer) if build is None else build
     if build is not None:
         out["build_config"] = build
     return out
@@ -228,7 +229,7 @@ def model_dict(model, compile_config=True):
         if layer is not None and getattr(layer, "_is_graph_model", False):
             full = model_dict(layer, compile_config=False)
         elif layer is not None:
-            full = layer_dict(layer, entry.get("config", {}))
+            full = layer_dict(layer, entry.get("config", {}), entry.get("build_config"))
         else:  # a Sequential's InputLayer (not in model.layers)
             full = full_entry({"class_name": entry["class_name"], "config": entry["config"]})
         for key in ("name", "inbound_nodes"):

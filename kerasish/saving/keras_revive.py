@@ -154,6 +154,8 @@ def _layer(config, cls, where):
                          f"{e}") from e
     build = config.get("build_config")
     shape = build.get("input_shape") if isinstance(build, dict) else None
+    if user_build_from_config(layer, build, where):
+        return layer
     if shape is not None and not getattr(layer, "built", False):
         try:
             layer._build_once(_shape(shape))
@@ -161,6 +163,22 @@ def _layer(config, cls, where):
             raise ValueError(f"Cannot build layer '{layer.name}' from the build_config in "
                              f"{where}: {e}") from e
     return layer
+
+
+def user_build_from_config(layer, build, where):
+    """Keras 3 calls a layer's build_from_config(build_config) right after from_config:
+    a layer's own override runs (kerasish's layers build when connected); True if ran."""
+    method = getattr(type(layer), "build_from_config", None)
+    if method is None or getattr(method, "__module__", "").startswith("kerasish.") or \
+            not isinstance(build, dict) or getattr(layer, "built", False):
+        return False
+    try:
+        layer.build_from_config(build)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"Cannot build layer '{layer.name}' with its build_from_config in "
+                         f"{where}: {e}") from e
+    layer.built = True  # Keras's build wrapper marks it; a later call does not build again
+    return True
 
 
 def revive_model(config, objects, where, compile=True):

@@ -36,14 +36,18 @@ def is_zip(path):
         return False
 
 
-def write_archive(filepath, config_json, metadata_json, weights_bytes, overwrite=True):
-    """Write the three members to `filepath` atomically (temp file, fsync, rename)."""
+def write_archive(filepath, config_json, metadata_json, weights_bytes, overwrite=True,
+                  assets=None):
+    """Write the three members (and `assets`, {member name: bytes}: the layers'
+    save_assets files) to `filepath` atomically (temp file, fsync, rename)."""
     with atomic.atomic_path(filepath, overwrite) as tmp:
         with open(tmp, "wb") as fh:
             with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
                 zf.writestr(METADATA, metadata_json)
                 zf.writestr(CONFIG, config_json)
                 zf.writestr(WEIGHTS, weights_bytes)
+                for name, data in (assets or {}).items():
+                    zf.writestr(name, data)
             fh.flush()
 
 

@@ -195,7 +195,7 @@ def normalize_layer_entry(entry, where):
         config = normalize_model_config({"class_name": class_name, "config": config},
                                         where)["config"]
     out = {"class_name": class_name, "config": _fix_layer_config(entry["class_name"], config)}
-    for key in ("name", "inbound_nodes"):  # functional graph entries
+    for key in ("name", "inbound_nodes", "build_config"):  # functional graph entries
         if key in entry:
             out[key] = entry[key]
     return out

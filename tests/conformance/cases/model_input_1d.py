@@ -23,6 +23,7 @@ RESULT = {
     "train_on_batch": model.train_on_batch(x[:8], y[:8]),
     "predict_on_batch": model.predict_on_batch(x[:5]),
     "predict_squeezed": model.predict(x[:, None, None], verbose=0),
+    "call": keras.ops.convert_to_numpy(model(x[:6])),
     "weights": model.get_weights(),
 }
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}

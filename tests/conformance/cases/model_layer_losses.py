@@ -41,23 +41,23 @@ x = rng.standard_normal((2, 3)).astype("float32")
 layer = OuterLayer()
 never_called = len(layer.losses)
 _ = layer(x)
-first = [float(v) for v in layer.losses]
+first = [float(keras.ops.convert_to_numpy(v)) for v in layer.losses]
 _ = layer(x * 3.0)
-second = [float(v) for v in layer.losses]  # reset at each call: one value again
+second = [float(keras.ops.convert_to_numpy(v)) for v in layer.losses]  # reset at each call: one value again
 
 reg = OuterLayerWithKernelRegularizer()
 _ = reg(x)
 reg.dense.set_weights([rng.standard_normal((3, 4)).astype("float32"), np.zeros(4, "float32")])
-reg_losses = [float(v) for v in reg.losses]
+reg_losses = [float(keras.ops.convert_to_numpy(v)) for v in reg.losses]
 
 inputs = keras.Input((3,))
 h = layers.Dense(4, kernel_regularizer=keras.regularizers.l1(1e-2))(inputs)
 h = OuterLayer()(h)
 model = keras.Model(inputs, layers.Dense(1)(h))
 model.set_weights([rng.standard_normal(w.shape).astype("float32") for w in model.get_weights()])
-symbolic_only = [float(v) for v in model.losses]  # no call on data yet: the penalty only
+symbolic_only = [float(keras.ops.convert_to_numpy(v)) for v in model.losses]  # no call on data yet: the penalty only
 _ = model(x)
-after_call = [float(v) for v in model.losses]
+after_call = [float(keras.ops.convert_to_numpy(v)) for v in model.losses]
 
 RESULT = {
     "never_called": never_called,
