@@ -48,10 +48,17 @@ class CompileState:
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Keras 3's training hook. Override it in a Model subclass (traced: see
-        engine/compute_loss.py); kerasish's own loss computation is its plan's."""
-        raise ValueError(f"Model '{self.name}': calling Model.compute_loss (or "
-                         f"super().compute_loss() from an override) is not supported yet; "
-                         f"an override must compute its loss from x, y and y_pred itself")
+        engine/compute_loss.py); kerasish's own loss computation is its plan's. Called
+        (in a custom train_step, on a GradientTape's tensors or on arrays) it is the
+        compiled losses' weighted sum of (y, y_pred) (engine/custom_steps.py)."""
+        from kerasish.engine import custom_steps
+
+        if compute_loss.overrides(self) and not custom_steps.overrides(self, "train_step"):
+            raise ValueError(f"Model '{self.name}': calling Model.compute_loss (or "
+                             f"super().compute_loss() from an override) is not supported "
+                             f"yet; an override must compute its loss from x, y and y_pred "
+                             f"itself")
+        return custom_steps.compiled_loss(self, y, y_pred, sample_weight)
 
     def _bind_labels(self, y, sample_weight=None, class_weight=None, what="fit"):
         """With a compute_loss override: the label kind from the data (its plan's y),
