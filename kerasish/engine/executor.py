@@ -67,7 +67,7 @@ class Executor:
         from kerasish.layers.layer import Layer
 
         self.trainable_token = Layer.trainable_changes  # the flags this plan was made with
-        if mode == TRAIN and not self._variables and not input_grads and not seeded:
+        if mode == TRAIN and not self._variables and not input_grads and seeded is False:
             warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._replay = launch_plan.REPLAY and allocate and launch_plan.launches_only(self)
         self._random_layers = launch_plan.random_layers(self)

@@ -20,7 +20,7 @@ def call_layer(layer, inputs, args, training, mask, kwargs):
 
     inputs, args, rec = recording.before_layer_call(layer, inputs, args, training)
     out = _call_layer(layer, inputs, args, training, mask, kwargs)
-    return out if rec is None else rec.mark(out)
+    return out if rec is None else rec.mark(out, layer, [inputs, list(args)])
 
 
 def _call_layer(layer, inputs, args, training, mask, kwargs):

@@ -44,6 +44,7 @@ class GradientTape:
         self._outer = recording.CURRENT
         self._rec = rec
         rec.open_tapes.append(self)
+        rec.persistent = rec.persistent or self.persistent
         recording.CURRENT = rec
         self._recording = True
         return self
@@ -55,7 +56,7 @@ class GradientTape:
             rec.open_tapes.remove(self)
         if not rec.open_tapes:
             recording.CURRENT = self._outer if self._outer is not rec else None
-            tape_run.trim(rec)
+            tape_run.trim(rec)  # a gradient taken inside the block
         return False
 
     @contextlib.contextmanager
@@ -134,25 +135,22 @@ class GradientTape:
             for s in leaves:  # a watched array used as a source wants its input gradient
                 if isinstance(s, np.ndarray) and id(s) in rec.by_id:
                     rec.watched.add(id(rec.by_id[id(s)]))
-            run = tape_run.run_for(rec)
-            if any(id(t) in rec.watched and i not in run.input_grads
-                   for i, t in enumerate(rec.inputs)):
-                rec.run = None
-                run = tape_run.run_for(rec)
+            run = tape_run.run_for(rec, targets)
             run.forward(rec)
-            reach, weights = run.backward(targets, [seeds.get(id(t)) for t in targets])
+            reach, weights = run.backward(rec, targets, [seeds.get(id(t)) for t in targets])
             out = [self._one(run, rec, s, reach, weights, zero) for s in leaves]
             for v in run.variables:
                 kernels_numba.ops.fill(v.grad, 0.0)
         finally:
             recording.CURRENT = saved
+        rec.differentiated = True
         tape_run.trim(rec)
         return rebuild(out)
 
     def _one(self, run, rec, s, reach, weights, zero):
         from kerasish.ops.operation import eager
 
-        step, g = run.step, run.graph
+        step = run.step
         if isinstance(s, Variable):
             ok = id(s) in weights and s.grad is not None and (
                 self.watch_accessed_variables or id(s) in self._watched_vars)
@@ -162,11 +160,8 @@ class GradientTape:
         t = rec.by_id.get(id(s)) if isinstance(s, np.ndarray) else s
         if recording.recorded(t) is not rec:
             return _unconnected(s, zero)
-        if id(t) in run.in_index:
-            tid = g.input_ids[run.in_index[id(t)]]
-        elif id(t) in run.out_index:
-            tid = g.output_ids[run.out_index[id(t)]]
-        else:
+        tid = run.output_id(rec, t)
+        if tid is None:
             return _unconnected(s, zero)
         buf = step.grads.get(tid)
         if tid not in reach or buf is None:

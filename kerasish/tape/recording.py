@@ -37,6 +37,10 @@ class Recording:
         self.open_tapes = []
         self.run = None  # the TapeRun of the last run (tape_run.py)
         self.trimmed = False
+        self.persistent = False  # a persistent tape records into it: never trimmed
+        self.differentiated = False  # a gradient was taken
+        self.key = []  # what was recorded, by structure: equal keys replay one plan
+        self._position = {}  # id(marked tensor) -> its index in `marked`
 
     # -- inputs ---------------------------------------------------------------------
     def placeholder(self, array, what):
@@ -67,13 +71,62 @@ class Recording:
             self.watched.add(id(t))
         return t
 
-    def mark(self, out):
+    def mark(self, out, layer=None, inputs=()):
+        """Tag what a recorded call returned, and add the call to the structural key."""
+        self.key.append((_layer_key(layer), tuple(self._ref(t) for t in flatten(inputs)),
+                         self.training))
         for t in flatten(out):
             if isinstance(t, KerasTensor):
                 t._tape_rec = self
+                self._position[id(t)] = len(self.marked)
                 self.marked.append(t)
+                self.key.append(("out", t.shape))
         self.version += 1
         return out
+
+    def _ref(self, t):
+        """How a call's input is named in the key: an earlier result, a graph input,
+        a constant (by value) or a variable (by identity)."""
+        if id(t) in self._position:
+            return ("t", self._position[id(t)])
+        for k, p in enumerate(self.inputs):
+            if p is t:
+                return ("in", k, p.shape)
+        history = getattr(t, "_keras_history", None)
+        if history is not None:
+            op = history[0]
+            host = getattr(op, "host", None)
+            if host is not None:  # a Constant
+                return ("c", host.shape, host.tobytes())
+            var = getattr(op, "variable", None)
+            if var is not None:  # a ReadVariable
+                return ("v", id(var))
+        return ("?", id(t))
+
+
+_SKIP = {"name", "built", "scratch", "input_shape", "output_shape", "host", "_values"}
+
+
+def _layer_key(layer):
+    """A persistent layer by identity; an op node (made per call) by its class and its
+    attributes (numbers and strings by value, anything else by identity)."""
+    if layer is None:
+        return None
+    if not getattr(layer, "is_operation", False):
+        return ("layer", id(layer))
+    attrs = []
+    for k, v in sorted(vars(layer).items()):
+        if k in _SKIP or k.startswith("_"):
+            continue
+        if isinstance(v, (int, float, str, bool, type(None))) or (
+                isinstance(v, tuple) and all(isinstance(i, (int, float, str, bool, type(None)))
+                                             for i in v)):
+            attrs.append((k, v))
+        elif isinstance(v, np.ndarray):
+            attrs.append((k, v.shape, v.tobytes()))
+        else:
+            attrs.append((k, "id", id(v)))
+    return ("op", type(layer).__name__, tuple(attrs))
 
 
 def recorded(t):
@@ -138,7 +191,8 @@ def before_layer_call(layer, inputs, args, training):
     Outside a recording, recorded tensors are their values."""
     rec = CURRENT
     leaves = flatten([inputs, list(args)])
-    if rec is None or any(is_plain_symbolic(t) for t in leaves):
+    if rec is None or getattr(layer, "is_operation", False) or \
+            any(is_plain_symbolic(t) for t in leaves):  # (ops are recorded by dispatch)
         if any(recorded(t) is not None for t in leaves):
             return _arrays_in(inputs), _arrays_in(args), None
         return inputs, args, None
