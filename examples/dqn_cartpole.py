@@ -6,6 +6,9 @@ a target network refreshed with set_weights every `target_every` frames, and eve
 Q(s, a) and r + gamma * max_a' Q_target(s', a') (0 past a terminal state).
 
     PYTHONPATH=. python examples/dqn_cartpole.py
+
+Seed 0 with frames=10000, train_every=1, target_every=500 (the __main__ run): the last
+10 episodes averaged 292 steps (longest 500) on 2026-12-06; the test runs 800 frames.
 """
 
 import sys
@@ -86,5 +89,5 @@ def train(seed=0, frames=3000, batch_size=32, gamma=0.99, train_every=4, target_
 
 
 if __name__ == "__main__":
-    found, _ = train(frames=20000, verbose=True)
+    found, _ = train(frames=10000, train_every=1, target_every=500, verbose=True)
     print(f"{len(found)} episodes; last 10 average {np.mean(found[-10:]):.1f}")
