@@ -54,9 +54,6 @@ class KerasTensor:
     def __int__(self):
         return int(self.__array__())
 
-    def __len__(self):
-        return len(self.__array__())
-
 
 class Node:
     """One call of `layer` on `inputs` (a KerasTensor or a list of them)."""

@@ -246,5 +246,7 @@ def op_argument(v):
 def note_node(node):
     """Called by every Node: the ones made while recording are removed from their
     layers once the recording is done and run (bounded memory across steps)."""
-    if CURRENT is not None:
-        CURRENT.nodes.append(node)
+    rec = CURRENT
+    if rec is not None and any(isinstance(t, KerasTensor) and t.__dict__.get("_tape_rec") is rec
+                               for t in node.input_tensors):
+        rec.nodes.append(node)  # (not the nodes of a model built or traced meanwhile)

@@ -168,3 +168,43 @@ def test_training_loop_matches_torch_sgd_and_nodes_do_not_grow():
         close(v.numpy(), t)
     assert len(model._inbound_nodes) == nodes
     assert isinstance(model(x), np.ndarray)  # eager again outside the tape
+
+
+def test_subclassed_model_built_inside_the_tape():
+    """A call() model traced on its first call inside the tape keeps its own graph (only
+    the tape's nodes are removed afterwards); Dropout/BatchNormalization in training."""
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d1 = layers.Dense(4, activation="tanh")
+            self.d2 = layers.Dense(2)
+
+        def call(self, x):
+            return self.d2(self.d1(x))
+
+    class Noisy(Net):
+        def __init__(self):
+            super().__init__()
+            self.drop, self.bn = layers.Dropout(0.5, seed=1), layers.BatchNormalization()
+
+        def call(self, x):
+            return self.d2(self.bn(self.drop(self.d1(x))))
+
+    x, y = data()
+    net = Net()
+    with keras.GradientTape() as tape:
+        loss = ops.mean(ops.square(net(x, training=True) - y))
+    grads = tape.gradient(loss, net.trainable_weights)
+    w, out = torch_mlp(net, x)
+    for g, t in zip(grads, torch.autograd.grad(((out - torch.tensor(y)) ** 2).mean(), w)):
+        close(g, t)
+    assert isinstance(net(x), np.ndarray) and net(x).shape == (5, 2)
+    noisy, opt = Noisy(), keras.optimizers.SGD(0.1)
+    for _ in range(2):
+        with keras.GradientTape() as tape:
+            loss = ops.mean(ops.square(noisy(x, training=True) - y))
+        grads = tape.gradient(loss, noisy.trainable_weights)
+        assert all(g is not None and np.all(np.isfinite(g)) for g in grads)
+        opt.apply_gradients(zip(grads, noisy.trainable_weights))
+    assert noisy(x).shape == (5, 2)
