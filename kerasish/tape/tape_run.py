@@ -135,7 +135,11 @@ def run_for(rec, targets=()):
     earlier step with the same structure, else planned now."""
     positions = tuple(sorted({rec._position[id(t)] for t in targets}))
     watched = tuple(i for i, t in enumerate(rec.inputs) if id(t) in rec.watched)
-    key = (tuple(rec.key), rec.batch, tuple(a.shape for a in rec.arrays), watched, positions)
+    from kerasish.layers.layer import Layer
+
+    # a trainable flag flipped anywhere plans again (as the engine's own plans do)
+    key = (tuple(rec.key), rec.batch, tuple(a.shape for a in rec.arrays), watched, positions,
+           Layer.trainable_changes, rec.arrays[0].dtype.str if rec.arrays else None)
     run = rec.run
     if run is not None and run.version == rec.version and run.key == key:
         return run
