@@ -230,3 +230,49 @@ def test_default_steps_super_train_step_and_on_batch():
     x1, y1, w1 = kerasish.utils.unpack_x_y_sample_weight((x, y))
     assert x1 is x and y1 is y and w1 is None
     assert kerasish.utils.unpack_x_y_sample_weight(x)[0] is x
+
+
+def test_metrics_reset_each_epoch_and_validation():
+    class Tracked(kerasish.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.tracker = kerasish.metrics.Mean(name="my_loss")
+
+        def train_step(self, data):
+            x, y = data
+            with kerasish.GradientTape() as tape:
+                loss = kerasish.ops.mean(kerasish.ops.square(self(x, training=True) - y))
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+            self.tracker.update_state(loss)
+            return {"my_loss": self.tracker.result(), "batch": loss}
+
+        def test_step(self, data):
+            x, y = data
+            self.tracker.update_state(kerasish.ops.mean(kerasish.ops.square(self(x) - y)))
+            return {"my_loss": self.tracker.result()}
+
+    inputs = kerasish.Input((3,))
+    model = Tracked(inputs, kerasish.layers.Dense(1)(inputs))
+    model.compile(optimizer=kerasish.optimizers.SGD(0.05))
+    assert [m.name for m in model.metrics] == ["loss", "my_loss"]
+    r = np.random.default_rng(6)
+    x = r.standard_normal((12, 3)).astype(np.float32)
+    y = r.standard_normal((12, 1)).astype(np.float32)
+    batches = []
+    record = kerasish.callbacks.LambdaCallback(
+        on_train_batch_end=lambda b, logs: batches.append(logs["batch"]))
+    history = model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0,
+                        callbacks=[record], validation_data=(x, y))
+    assert len(batches) == 6
+    np.testing.assert_allclose(history.history["my_loss"],
+                               [np.mean(batches[:3]), np.mean(batches[3:])], rtol=1e-6)
+    want = np.mean((model.predict(x, verbose=0) - y) ** 2)
+    np.testing.assert_allclose(history.history["val_my_loss"][-1], want, rtol=1e-5)
+    with pytest.raises(TypeError, match="expected a dict of logs"):
+        class Bad(Tracked):
+            def train_step(self, data):
+                return 1.0
+        bad = Bad(inputs, model.outputs)
+        bad.compile(optimizer="sgd")
+        bad.fit(x, y, verbose=0)

@@ -208,3 +208,25 @@ def test_subclassed_model_built_inside_the_tape():
         assert all(g is not None and np.all(np.isfinite(g)) for g in grads)
         opt.apply_gradients(zip(grads, noisy.trainable_weights))
     assert noisy(x).shape == (5, 2)
+
+
+def test_repeated_step_replays_one_plan():
+    from kerasish.tape import tape_run
+
+    model, (x, y) = mlp(), data()
+    runs = []
+    for step in range(3):
+        xs = x + step  # new arrays, the same structure
+        with keras.GradientTape() as tape:
+            loss = ops.mean(ops.square(model(xs, training=True) - y))
+        grads = tape.gradient(loss, model.trainable_weights)
+        runs.append(tape._rec.run)
+        w, out = torch_mlp(model, xs)
+        want = torch.autograd.grad(((out - torch.tensor(y)) ** 2).mean(), w)
+        for g, t in zip(grads, want):
+            close(g, t)
+    assert runs[0] is runs[1] is runs[2] and runs[0] in tape_run._KEPT.values()
+    with keras.GradientTape() as tape:  # another structure: planned anew
+        loss = ops.sum(ops.square(model(x, training=True) - y))
+    tape.gradient(loss, model.trainable_weights)
+    assert tape._rec.run is not runs[0]
