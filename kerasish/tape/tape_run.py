@@ -108,6 +108,14 @@ class TapeRun:
         return self._reached(ids)
 
     def _reached(self, target_ids):
+        key = tuple(target_ids)
+        found = self.__dict__.setdefault("_reach", {}).get(key)
+        if found is None:
+            found = self._reach[key] = self._walk(target_ids)
+        return found
+
+    def _walk(self, target_ids):
+        """The tensors and variables the targets depend on (reverse over the calls)."""
         g = self.graph
         reach, weights = set(target_ids), set()
         for call in reversed(g.calls):
