@@ -70,7 +70,7 @@ class Node:
             for i, shape in enumerate(output_shapes)]
         self.multi_output = multi_output
         layer._inbound_nodes.append(self)
-        if _recording.CURRENT is not None:
+        if _recording.ANY:
             _recording.note_node(self)
 
     @property

@@ -237,7 +237,7 @@ class Model(Trainer, Layer):
         from kerasish.graph.nodes import is_symbolic
         from kerasish.tape import recording
 
-        if recording.CURRENT is not None:  # a GradientTape records this call
+        if recording.active() is not None:  # a GradientTape records this call
             return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
         inputs = recording._arrays_in(inputs)  # a tape's tensors are their values here
         if is_symbolic(inputs):

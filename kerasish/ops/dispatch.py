@@ -20,9 +20,9 @@ from kerasish.tape import recording
 
 def run(op, inputs, as_list=False):
     """Apply Operation `op` to `inputs` (a list of op arguments, in order)."""
-    if recording.CURRENT is not None and recording.records_op(inputs):  # a GradientTape
+    if recording.ANY and recording.records_op(inputs):  # a GradientTape records
         tensors = [as_tensor(recording.op_argument(v)) for v in inputs]
-        return recording.CURRENT.mark(op(tensors if as_list else tensors[0]), op, tensors)
+        return recording.active().mark(op(tensors if as_list else tensors[0]), op, tensors)
     if is_symbolic(*inputs):
         tensors = [as_tensor(v) for v in inputs]
         return op(tensors if as_list else tensors[0])

@@ -112,7 +112,7 @@ def is_symbolic(*values):
     from kerasish.tape import recording
 
     return any(isinstance(v, KerasTensor) and v.__dict__.get("_tape_rec") in
-               (None, recording.CURRENT) for v in flatten(list(values)))
+               (None, recording.active()) for v in flatten(list(values)))
 
 
 def as_tensor(value, owner=None):

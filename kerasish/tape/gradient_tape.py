@@ -38,14 +38,14 @@ class GradientTape:
     def __enter__(self):
         if self._recording:
             raise ValueError("GradientTape: this tape is already recording")
-        rec = recording.CURRENT
+        rec = recording.active()
         if rec is None:
             rec = recording.Recording()
-        self._outer = recording.CURRENT
+        self._outer = recording.active()
         self._rec = rec
         rec.open_tapes.append(self)
         rec.persistent = rec.persistent or self.persistent
-        recording.CURRENT = rec
+        recording.set_active(rec)
         self._recording = True
         return self
 
@@ -55,7 +55,7 @@ class GradientTape:
         if self in rec.open_tapes:
             rec.open_tapes.remove(self)
         if not rec.open_tapes:
-            recording.CURRENT = self._outer if self._outer is not rec else None
+            recording.set_active(self._outer if self._outer is not rec else None)
             tape_run.trim(rec)  # a gradient taken inside the block
         return False
 
@@ -64,12 +64,12 @@ class GradientTape:
         """Ops inside run eagerly and are not recorded (TensorFlow's stop_recording)."""
         if not self._recording:
             raise RuntimeError("GradientTape.stop_recording: the tape is not recording")
-        saved = recording.CURRENT
-        recording.CURRENT = None
+        saved = recording.active()
+        recording.set_active(None)
         try:
             yield
         finally:
-            recording.CURRENT = saved
+            recording.set_active(saved)
 
     def reset(self):
         """Forget what was recorded (TensorFlow's reset)."""
@@ -78,7 +78,7 @@ class GradientTape:
             old = self._rec
             old.open_tapes.remove(self)
             rec.open_tapes.append(self)
-            recording.CURRENT = rec
+            recording.set_active(rec)
         self._rec, self._used = rec, False
 
     def watch(self, tensor):
@@ -130,7 +130,8 @@ class GradientTape:
         zero = unconnected_gradients == "zero"
         if not targets:
             return rebuild([_unconnected(s, zero) for s in leaves])
-        saved, recording.CURRENT = recording.CURRENT, None  # the run records nothing
+        saved = recording.active()
+        recording.set_active(None)  # the run records nothing
         try:
             for s in leaves:  # a watched array used as a source wants its input gradient
                 if isinstance(s, np.ndarray) and id(s) in rec.by_id:
@@ -142,7 +143,7 @@ class GradientTape:
             for v in run.variables:
                 kernels_numba.ops.fill(v.grad, 0.0)
         finally:
-            recording.CURRENT = saved
+            recording.set_active(saved)
         rec.differentiated = True
         tape_run.trim(rec)
         return rebuild(out)

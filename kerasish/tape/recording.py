@@ -1,13 +1,13 @@
 """What a GradientTape records: eager calls turned into one symbolic graph.
 
-While a tape records (`CURRENT` is a Recording), a layer or model called on arrays, and
-a kerasish.ops function given a recorded tensor, a trainable Variable or a watched
-array, records a graph node instead of computing at once (the graph machinery of a
-traced `call()`): arrays given to a layer or model become graph inputs (keras.Input
-placeholders of their per-sample shape, one batch size per recording), arrays given to
-an op become inputs when their first axis is that batch size (before any is known: an
-array of two or more axes sets it) and constants otherwise,
-Variables are read in place (`ReadVariable`). Every tensor a recorded call returns is
+While a tape records (`active()` is a Recording, per thread), a layer or model called
+on arrays, and a kerasish.ops function given a recorded tensor, a trainable Variable or
+a watched array, records a graph node instead of computing at once (the graph machinery
+of a traced `call()`): arrays given to a layer or model become graph inputs
+(keras.Input placeholders of their per-sample shape, one batch size per recording),
+arrays given to an op become inputs when their first axis is that batch size (before
+any is known: an array of two or more axes sets it) and constants otherwise, Variables
+are read in place (`ReadVariable`). Every tensor a recorded call returns is
 marked with its recording; its value is computed when first read (`numpy()`,
 `float()`, NumPy), or by the tape's run (kerasish/tape/tape_run.py), which computes
 every marked tensor at once. Outside its recording a marked tensor acts as its array.
@@ -15,11 +15,27 @@ every marked tensor at once. Outside its recording a marked tensor acts as its a
 Nested or simultaneous tapes share the one Recording that is open.
 """
 
+import threading
+
 import numpy as np
 
 from kerasish.graph.nodes import KerasTensor, flatten
 
-CURRENT = None  # the Recording being written, or None
+_local = threading.local()  # .rec: the Recording this thread writes
+ANY = 0  # threads writing a recording now (a cheap test before active())
+
+
+def active():
+    """The Recording being written by this thread, or None (a tape records its own
+    thread only: another thread's model calls stay eager)."""
+    return getattr(_local, "rec", None) if ANY else None
+
+
+def set_active(rec):
+    global ANY
+    before = getattr(_local, "rec", None)
+    _local.rec = rec
+    ANY += (rec is not None) - (before is not None)
 
 
 class Recording:
@@ -154,7 +170,7 @@ def value_of(t):
 def as_value(v):
     """A recorded tensor of a recording not being written is its array; else v."""
     rec = recorded(v)
-    if rec is not None and rec is not CURRENT:
+    if rec is not None and rec is not active():
         return value_of(v)
     return v
 
@@ -189,7 +205,7 @@ def before_layer_call(layer, inputs, args, training):
     call on arrays or recorded tensors is recorded (arrays become graph inputs); a call
     on plain symbolic tensors (building a model, tracing a call()) is left alone.
     Outside a recording, recorded tensors are their values."""
-    rec = CURRENT
+    rec = active()
     leaves = flatten([inputs, list(args)])
     if rec is None or getattr(layer, "is_operation", False) or \
             any(is_plain_symbolic(t) for t in leaves):  # (ops are recorded by dispatch)
@@ -205,7 +221,7 @@ def before_layer_call(layer, inputs, args, training):
 
 def records_op(inputs):
     """True when an op on these arguments is recorded by the current recording."""
-    rec = CURRENT
+    rec = active()
     if rec is None:
         return False
     leaves = flatten(list(inputs))
@@ -223,7 +239,7 @@ def records_op(inputs):
 def align(*args):
     """Op arguments as a recorded op will see them (arrays of the batch's size as graph
     inputs), for ops that compare shapes before recording; unchanged otherwise."""
-    if CURRENT is None or not records_op(args):
+    if active() is None or not records_op(args):
         return args
     return tuple(op_argument(a) for a in args)
 
@@ -231,7 +247,7 @@ def align(*args):
 def op_argument(v):
     """An op argument while recording: a tensor of this recording, a placeholder for a
     watched array or one of the batch's size, a Variable (read in place) or a value."""
-    rec = CURRENT
+    rec = active()
     v = as_value(v)
     if recorded(v) is rec:
         return v
@@ -246,7 +262,7 @@ def op_argument(v):
 def note_node(node):
     """Called by every Node: the ones made while recording are removed from their
     layers once the recording is done and run (bounded memory across steps)."""
-    rec = CURRENT
+    rec = active()
     if rec is not None and any(isinstance(t, KerasTensor) and t.__dict__.get("_tape_rec") is rec
                                for t in node.input_tensors):
         rec.nodes.append(node)  # (not the nodes of a model built or traced meanwhile)

@@ -230,3 +230,17 @@ def test_repeated_step_replays_one_plan():
         loss = ops.sum(ops.square(model(x, training=True) - y))
     tape.gradient(loss, model.trainable_weights)
     assert tape._rec.run is not runs[0]
+
+
+def test_a_tape_records_its_own_thread_only():
+    import threading
+
+    model, (x, y) = mlp(), data()
+    seen = {}
+    with keras.GradientTape() as tape:
+        loss = ops.mean(model(x))
+        worker = threading.Thread(target=lambda: seen.setdefault("out", model(x)))
+        worker.start()
+        worker.join()
+    assert isinstance(seen["out"], np.ndarray) and seen["out"].shape == (5, 2)
+    assert all(g is not None for g in tape.gradient(loss, model.trainable_weights))
