@@ -10,6 +10,7 @@ an episode), as one plan.
     PYTHONPATH=. python examples/actor_critic_cartpole.py
 """
 
+import os
 import sys
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 import kerasish as keras
 from kerasish import layers, ops
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cartpole import CartPole  # noqa: E402
 
 GAMMA, EPS = 0.99, np.finfo(np.float32).eps.item()

@@ -11,6 +11,7 @@ Seed 0 with frames=10000, train_every=1, target_every=500 (the __main__ run): th
 10 episodes averaged 292 steps (longest 500) on 2026-12-06; the test runs 800 frames.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 import kerasish as keras
 from kerasish import layers, ops
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cartpole import CartPole  # noqa: E402
 
 
