@@ -244,3 +244,49 @@ def test_a_tape_records_its_own_thread_only():
         worker.join()
     assert isinstance(seen["out"], np.ndarray) and seen["out"].shape == (5, 2)
     assert all(g is not None for g in tape.gradient(loss, model.trainable_weights))
+
+
+def test_conv_discriminator_gan_losses_against_torch():
+    """A DCGAN-style step's two tapes: a strided Conv2D/LeakyReLU discriminator on
+    generated and real images (BCE from logits), then the generator's loss through it."""
+    r = np.random.default_rng(7)
+    disc = keras.Sequential([keras.Input((8, 8, 1)), layers.Conv2D(4, 3, strides=2),
+                             layers.LeakyReLU(negative_slope=0.2), layers.Flatten(),
+                             layers.Dense(1)])
+    gen = keras.Sequential([keras.Input((3,)), layers.Dense(64, activation="tanh"),
+                            layers.Reshape((8, 8, 1))])
+    for m in (disc, gen):
+        m.set_weights([(0.5 * r.standard_normal(w.shape)).astype(np.float32)
+                       for w in m.get_weights()])
+    z = r.standard_normal((4, 3)).astype(np.float32)
+    real = r.standard_normal((4, 8, 8, 1)).astype(np.float32)
+    bce = keras.losses.BinaryCrossentropy(from_logits=True)
+    labels = np.concatenate([np.ones((4, 1)), np.zeros((4, 1))]).astype(np.float32)
+    combined = np.concatenate([np.asarray(gen(z)), real])
+    with keras.GradientTape() as tape:
+        d_loss = bce(labels, disc(combined, training=True))
+    d_grads = tape.gradient(d_loss, disc.trainable_weights)
+    with keras.GradientTape() as tape:
+        g_loss = bce(np.zeros((4, 1), np.float32), disc(gen(z, training=True), training=True))
+    g_grads = tape.gradient(g_loss, gen.trainable_weights)
+
+    D = [torch.tensor(v.numpy(), requires_grad=True) for v in disc.trainable_weights]
+    G = [torch.tensor(v.numpy(), requires_grad=True) for v in gen.trainable_weights]
+
+    def t_disc(images):
+        h = torch.nn.functional.conv2d(images.permute(0, 3, 1, 2), D[0].permute(3, 2, 0, 1),
+                                       D[1], stride=2)
+        h = torch.nn.functional.leaky_relu(h, 0.2).permute(0, 2, 3, 1).reshape(len(images), -1)
+        return h @ D[2] + D[3]
+
+    def t_gen(latent):
+        return torch.tanh(latent @ G[0] + G[1]).reshape(-1, 8, 8, 1)
+
+    t_bce = torch.nn.functional.binary_cross_entropy_with_logits
+    td = t_bce(t_disc(torch.tensor(combined)), torch.tensor(labels))
+    for g, t in zip(d_grads, torch.autograd.grad(td, D)):
+        close(g, t)
+    tg = t_bce(t_disc(t_gen(torch.tensor(z))), torch.zeros(4, 1))
+    for g, t in zip(g_grads, torch.autograd.grad(tg, G)):
+        close(g, t)
+    assert abs(float(d_loss) - td.item()) < 1e-5 and abs(float(g_loss) - tg.item()) < 1e-5
