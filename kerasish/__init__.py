@@ -29,6 +29,7 @@ from kerasish.layers import Input  # noqa: E402,F401
 from kerasish.models import Model, Sequential  # noqa: E402,F401
 from kerasish import ops  # noqa: E402,F401 - keras.ops (after models: ops nodes are layers)
 from kerasish import applications  # noqa: E402,F401 - built from models and layers
+from kerasish.tape.gradient_tape import GradientTape, UnconnectedGradients  # noqa: E402,F401
 
 
 def __getattr__(name):
@@ -42,4 +43,5 @@ def __getattr__(name):
 
 __all__ = ["Sequential", "Model", "Input", "layers", "models", "optimizers", "losses",
            "metrics", "activations", "initializers", "callbacks", "utils", "data", "datasets",
-           "config", "backend", "saving", "random", "device"]
+           "config", "backend", "saving", "random", "device", "GradientTape",
+           "UnconnectedGradients"]

@@ -14,8 +14,9 @@ from collections import OrderedDict
 import numpy as np
 
 import kernels_numba
-
+from kerasish.engine import custom_steps
 from kerasish.engine.compile_state import CompileState
+from kerasish.engine.custom_steps import CustomSteps
 from kerasish.engine.data_plans import (
     DataPlans,
     _check_count,
@@ -44,7 +45,7 @@ def _cpu_work(method):
     return run
 
 
-class Trainer(CompileState, DataPlans):
+class Trainer(CompileState, DataPlans, CustomSteps):
     """Mixin for Model: training and inference entry points (compile and the logs in
     engine/compile_state.py, data checks, loaders and plans in engine/data_plans.py)."""
 
@@ -74,6 +75,10 @@ class Trainer(CompileState, DataPlans):
         from kerasish.callbacks import CallbackList
 
         self._require_compiled("fit")
+        if custom_steps.overrides(self, "train_step"):  # Keras 3's step contract
+            return self._custom_fit(x, y, batch_size, epochs, verbose, callbacks,
+                                    validation_data, shuffle, sample_weight, initial_epoch,
+                                    steps_per_epoch)
         if not isinstance(validation_split, (int, float)) or not 0 <= validation_split < 1:
             raise ValueError(f"fit: expected validation_split in [0, 1); received "
                              f"{validation_split!r}")
@@ -182,6 +187,9 @@ class Trainer(CompileState, DataPlans):
         from kerasish.callbacks import CallbackList
 
         self._require_compiled("evaluate")
+        if custom_steps.overrides(self, "test_step"):
+            logs = self._custom_evaluate(x, y, batch_size, sample_weight, steps=steps)
+            return logs if return_dict else self._log_values(logs)
         loader, _ = self._arrays_loader(x, y, 32 if batch_size is None else batch_size, False,
                                         "evaluate", sample_weight)
         total = _len_or_none(loader) if steps is None else steps
@@ -219,6 +227,8 @@ class Trainer(CompileState, DataPlans):
         from kerasish.callbacks import CallbackList
         from kerasish.data import DataLoader, make_loader
 
+        if custom_steps.overrides(self, "predict_step"):
+            return self._custom_predict(x, batch_size, steps)
         if hasattr(x, "shape") or isinstance(x, (list, tuple, dict)):
             batch_size = _check_count(32 if batch_size is None else batch_size, "predict")
             loader = DataLoader(_columns(self._check_x(x, "predict")), batch_size=batch_size,
@@ -260,6 +270,11 @@ class Trainer(CompileState, DataPlans):
                        return_dict=False):
         """One training step on one batch; metrics are reset first (Keras 3)."""
         self._require_compiled("train_on_batch")
+        if custom_steps.overrides(self, "train_step"):  # Keras 3: metrics reset first
+            self.reset_metrics()
+            logs = custom_steps._floats(self.train_step(
+                custom_steps.pack_x_y_sample_weight(x, y, sample_weight)))
+            return logs if return_dict else self._log_values(logs)
         self._bind_labels(y, sample_weight, class_weight, "train_on_batch")
         x, y = self._check_x(x, "train_on_batch"), self._check_y(y, "train_on_batch")
         y = self._weighted(y, sample_weight, class_weight, "train_on_batch")
@@ -270,6 +285,11 @@ class Trainer(CompileState, DataPlans):
     @_cpu_work
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._require_compiled("test_on_batch")
+        if custom_steps.overrides(self, "test_step"):
+            self.reset_metrics()
+            logs = custom_steps._floats(self.test_step(
+                custom_steps.pack_x_y_sample_weight(x, y, sample_weight)))
+            return logs if return_dict else self._log_values(logs)
         self._bind_labels(y, sample_weight, None, "test_on_batch")
         x, y = self._check_x(x, "test_on_batch"), self._check_y(y, "test_on_batch")
         y = self._weighted(y, sample_weight, None, "test_on_batch")
@@ -279,6 +299,12 @@ class Trainer(CompileState, DataPlans):
 
     @_cpu_work
     def predict_on_batch(self, x):
+        if custom_steps.overrides(self, "predict_step"):
+            return custom_steps._values(self.predict_step(x))
+        return self._planned_predict_on_batch(x)
+
+    def _planned_predict_on_batch(self, x):
+        """model(x) on arrays, and predict_on_batch without a predict_step override."""
         x = self._check_x(x, "predict_on_batch")
         return self._structured(self._executor_on_batch(x, PREDICT).predict_step(x))
 

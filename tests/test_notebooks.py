@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart", "02_reference_cnn", "03_checkpoints", "04_custom_layer",
-            "05_devices", "06_sequence_models"]
+            "05_devices", "06_sequence_models", "07_reinforcement_learning"]
 CELL_TIMEOUT_S = 600
 MISSING = ("executing notebooks needs nbclient, nbformat and ipykernel "
            "(pip install nbclient nbformat ipykernel)")

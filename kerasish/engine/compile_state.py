@@ -57,13 +57,21 @@ class CompileState:
         """Keras 3's training hook. Override it in a Model subclass (traced: see
         engine/compute_loss.py). `super().compute_loss(...)` inside an override, while it
         is traced, gives the compiled loss of the (one) output on those tensors; the
-        add_loss terms and regularizers join the step's loss as they always do."""
+        add_loss terms and regularizers join the step's loss as they always do. Called
+        elsewhere (in a custom train_step, on a GradientTape's tensors or on arrays) it is
+        the compiled losses' weighted sum of (y, y_pred) (engine/custom_steps.py)."""
+        from kerasish.engine import custom_steps
+
         spec = self._loss_spec
-        if not self.__dict__.get("_tracing_compute_loss") or spec is None or \
-                _per_output(spec):
-            raise ValueError(f"Model '{self.name}': calling Model.compute_loss outside a "
-                             f"traced override, or without one compiled loss, is not "
-                             f"supported yet; received loss={spec!r}")
+        if not self.__dict__.get("_tracing_compute_loss"):
+            if compute_loss.overrides(self) and not custom_steps.overrides(self, "train_step"):
+                raise ValueError(f"Model '{self.name}': calling Model.compute_loss outside "
+                                 f"a traced override is not supported yet; an override "
+                                 f"must compute its loss from x, y and y_pred itself")
+            return custom_steps.compiled_loss(self, y, y_pred, sample_weight)
+        if spec is None or _per_output(spec):
+            raise ValueError(f"Model '{self.name}': super().compute_loss() inside a traced "
+                             f"override needs one compiled loss; received loss={spec!r}")
         loss = get_loss(spec)
         if sample_weight is None:
             return loss(y, y_pred)

@@ -44,11 +44,11 @@ class Executor:
     """Buffers and step functions for one model, one batch size and one mode."""
 
     def __init__(self, model, batch_size, mode, allocate=True, signature=None, weighted=False,
-                 input_grads=()):
+                 input_grads=(), seeded=False):
         self.model, self.mode, self.batch_size = model, mode, int(batch_size)
         self.device, self.signature, self.weighted = model.device, signature, weighted
         self._allocate = allocate  # False: only the size table (summary)
-        self.plan = Plan(model, self.batch_size, mode, signature, input_grads)
+        self.plan = Plan(model, self.batch_size, mode, signature, input_grads, seeded)
         if allocate:  # the size table first: refuse before allocating anything
             self._allocate = False
             self._buffers()
@@ -67,7 +67,7 @@ class Executor:
         from kerasish.layers.layer import Layer
 
         self.trainable_token = Layer.trainable_changes  # the flags this plan was made with
-        if mode == TRAIN and not self._variables and not input_grads:
+        if mode == TRAIN and not self._variables and not input_grads and seeded is False:
             warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._replay = launch_plan.REPLAY and allocate and launch_plan.launches_only(self)
         self._random_layers = launch_plan.random_layers(self)
@@ -296,7 +296,7 @@ class Executor:
                     lists[3].replay()
                 else:
                     lists += (launch_plan.captured(
-                        self, lambda: model.optimizer.apply(self._variables)),)
+                        self, lambda: model.optimizer.apply_in_place(self._variables)),)
                 reg.constrain()
             if not ready:
                 launch_plan.remember(self, s, TRAIN, *lists)

@@ -15,18 +15,24 @@ TRAIN, TEST, PREDICT = "train", "test", "predict"
 class Plan:
     """Who writes what, when, and in which storage (device-independent)."""
 
-    def __init__(self, model, batch_size, mode, signature=None, input_grads=()):
+    def __init__(self, model, batch_size, mode, signature=None, input_grads=(), seeded=False):
         g = self.graph = model._flat_graph(signature)
         self.mode, self.batch_size, self.device = mode, batch_size, model.device
         k_calls = len(g.calls)
         self.bwd_time = lambda call: 2 * k_calls - call.index
         # input_grads (a traced loss: engine/traced_loss.py): gradients of these inputs
-        # are wanted, every output is seeded by the caller instead of a loss
-        losses = model._output_losses if mode != PREDICT and not input_grads else \
+        # are wanted, every output is seeded by the caller instead of a loss (seeded: the
+        # same without input gradients, a GradientTape's run: kerasish/tape/; a tuple
+        # of output indices: only those outputs are seeded, the others are plain values)
+        n_out = len(g.output_ids)
+        seeds = [True] * n_out if seeded is True or (input_grads and seeded is False) else \
+            [i in seeded for i in range(n_out)] if seeded else None
+        seeded = seeds is not None
+        losses = model._output_losses if mode != PREDICT and not seeded else \
             [None] * len(g.output_ids)
         self.losses = losses
         self._input_grads = [g.input_ids[i] for i in input_grads]
-        self._grad_flow(g, [True] * len(g.output_ids) if input_grads else losses,
+        self._grad_flow(g, [True if s else None for s in seeds] if seeded else losses,
                         mode == TRAIN)
         self._activations(g, k_calls, mode)
         self._gradients(g, k_calls)

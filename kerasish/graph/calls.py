@@ -16,6 +16,14 @@ _EAGER_MODELS_PER_LAYER = 4  # input shapes a layer keeps a ready model for
 
 
 def call_layer(layer, inputs, args, training, mask, kwargs):
+    from kerasish.tape import recording
+
+    inputs, args, rec = recording.before_layer_call(layer, inputs, args, training)
+    out = _call_layer(layer, inputs, args, training, mask, kwargs)
+    return out if rec is None else rec.mark(out, layer, [inputs, list(args)])
+
+
+def _call_layer(layer, inputs, args, training, mask, kwargs):
     if args and not kwargs and _positional_tensors(layer, inputs, args):
         # call(self, targets, logits, ...): several tensors, one node on their list
         layer._positional_call = True

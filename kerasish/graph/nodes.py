@@ -7,6 +7,8 @@ they were passed in: one tensor or a list) and its output tensors. Keras 3 works
 same way (keras/src/ops/node.py), so configs can name tensors as Keras does.
 """
 
+import numpy as np
+
 
 class KerasTensor:
     """A symbolic tensor: per-sample shape with a None batch, dtype and history."""
@@ -35,9 +37,22 @@ class KerasTensor:
     def __eq__(self, other):
         return self is other
 
-    def __array__(self, *args, **kwargs):
-        raise TypeError(f"{self!r} is symbolic: it has no value until the model runs "
-                        f"(call the model on arrays, or use predict)")
+    def __array__(self, dtype=None, copy=None):
+        if self.__dict__.get("_tape_rec") is None:
+            raise TypeError(f"{self!r} is symbolic: it has no value until the model runs "
+                            f"(call the model on arrays, or use predict)")
+        value = _recording.value_of(self)  # a GradientTape's tensor: its value
+        return value if dtype is None else value.astype(dtype)
+
+    def numpy(self):
+        """The value of a GradientTape's tensor (a symbolic tensor has none)."""
+        return np.array(self.__array__())
+
+    def __float__(self):
+        return float(self.__array__())
+
+    def __int__(self):
+        return int(self.__array__())
 
 
 class Node:
@@ -55,6 +70,8 @@ class Node:
             for i, shape in enumerate(output_shapes)]
         self.multi_output = multi_output
         layer._inbound_nodes.append(self)
+        if _recording.ANY:
+            _recording.note_node(self)
 
     @property
     def outputs(self):
@@ -90,3 +107,6 @@ def is_symbolic(structure):
         raise ValueError("A layer was called on a mix of symbolic tensors (keras.Input "
                          "and layer outputs) and concrete arrays; expected only one kind")
     return kinds == {True}
+
+
+from kerasish.tape import recording as _recording  # noqa: E402 (imports this module)

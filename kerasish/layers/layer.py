@@ -235,6 +235,11 @@ class Layer:
                  if id(w) not in trainable]
         return _unique(own + inner)
 
+    # Keras 3's names for the same lists (custom train steps use them)
+    trainable_variables = property(lambda self: self.trainable_weights)
+    non_trainable_variables = property(lambda self: self.non_trainable_weights)
+    variables = property(lambda self: self.weights)
+
     def _tracked_layers(self):
         """Layers held in public attributes (also in lists/dicts): Keras tracks them, so
         a custom layer's sub-layers' weights are its weights too."""

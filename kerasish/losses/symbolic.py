@@ -133,7 +133,12 @@ def call_symbolic(loss, y_true, y_pred, sample_weight=None):
         raise ValueError(f"loss '{loss.name}' ({type(loss).__name__}): calling it on "
                          f"symbolic tensors inside call() is not supported; expected one "
                          f"of {sorted(_PER_SAMPLE)} (or compute it with keras.ops)")
-    y_true, y_pred = ops.convert_to_tensor(y_true), ops.convert_to_tensor(y_pred)
+    from kerasish.tape import recording
+
+    y_true, y_pred = recording.align(ops.convert_to_tensor(y_true),
+                                     ops.convert_to_tensor(y_pred))
+    if sample_weight is not None:  # a GradientTape's arrays of the batch's size: inputs
+        sample_weight = recording.align(sample_weight, y_pred)[0]
     if not getattr(loss, "sparse", False) and len(y_true.shape) == len(y_pred.shape) - 1 \
             and y_pred.shape[-1] == 1:  # Keras's squeeze_or_expand_to_same_rank
         y_true = ops.expand_dims(y_true, -1)

@@ -34,14 +34,27 @@ class Model(Trainer, Layer):
     def __init__(self, *args, name=None, trainable=True, **kwargs):
         """A subclassed model: layers set as attributes in `__init__`, the computation in
         `call()`, traced into a graph on the first call (or fit) like a functional model."""
+        if len(args) == 2 or len(args) == 1 and "outputs" in kwargs or \
+                "inputs" in kwargs and "outputs" in kwargs:
+            # Keras 3: Model.__init__(inputs, outputs) from a subclass (keras-io's
+            # CustomModel with its own train_step) makes a functional model of that class
+            from kerasish.models.functional import Functional
+
+            self.__class__ = _functional_subclass(type(self), Functional)
+            Functional.__init__(self, *args, name=name, trainable=trainable, **kwargs)
+            return
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise TypeError(f"{type(self).__name__}: passing inputs/outputs to a Model "
                             f"subclass's __init__ is not supported; use keras.Model(inputs, "
                             f"outputs) or define call()")
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
-        if not callable(getattr(type(self), "call", None)):
-            raise TypeError(f"{type(self).__name__}: a Model subclass must define call()")
+        from kerasish.engine import custom_steps
+
+        if not callable(getattr(type(self), "call", None)) and \
+                not any(custom_steps.overrides(self, s) for s in custom_steps.STEPS):
+            raise TypeError(f"{type(self).__name__}: a Model subclass must define call() "
+                            f"(or its own train_step, as a GAN's)")
         self.inputs, self.outputs, self._nodes = [], [], []
         self._inputs_struct = self._outputs_struct = None
         self._init_model(name, trainable)
@@ -222,7 +235,11 @@ class Model(Trainer, Layer):
         inference outputs for x as one batch (NumPy). Training-mode forwards run only in
         fit and train_on_batch, where their backward follows."""
         from kerasish.graph.nodes import is_symbolic
+        from kerasish.tape import recording
 
+        if recording.active() is not None:  # a GradientTape records this call
+            return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
+        inputs = recording._arrays_in(inputs)  # a tape's tensors are their values here
         if is_symbolic(inputs):
             return Layer.__call__(self, inputs, *args, training=training, mask=mask, **kwargs)
         if training:
@@ -231,7 +248,7 @@ class Model(Trainer, Layer):
                              f"train_on_batch to train)")
         from kerasish.ops.operation import eager
 
-        return eager(self.predict_on_batch(inputs))
+        return eager(self._planned_predict_on_batch(inputs))
 
     # -- weights ---------------------------------------------------------------------
 
@@ -317,3 +334,16 @@ class Model(Trainer, Layer):
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+_FUNCTIONAL_SUBCLASSES = {}
+
+
+def _functional_subclass(cls, functional):
+    """cls with Functional's graph behind it (cls's own methods first), made once."""
+    made = _FUNCTIONAL_SUBCLASSES.get(cls)
+    if made is None:
+        made = _FUNCTIONAL_SUBCLASSES[cls] = type(cls.__name__, (cls, functional),
+                                                  {"__module__": cls.__module__,
+                                                   "__qualname__": cls.__qualname__})
+    return made

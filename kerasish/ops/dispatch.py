@@ -15,10 +15,14 @@ time); it broadcasts against None or 1 only, and ops refuse to move it from the 
 import numpy as np
 
 from kerasish.ops.operation import as_array, as_tensor, eager, is_symbolic
+from kerasish.tape import recording
 
 
 def run(op, inputs, as_list=False):
     """Apply Operation `op` to `inputs` (a list of op arguments, in order)."""
+    if recording.ANY and recording.records_op(inputs):  # a GradientTape records
+        tensors = [as_tensor(recording.op_argument(v)) for v in inputs]
+        return recording.active().mark(op(tensors if as_list else tensors[0]), op, tensors)
     if is_symbolic(*inputs):
         tensors = [as_tensor(v) for v in inputs]
         return op(tensors if as_list else tensors[0])

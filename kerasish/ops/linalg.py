@@ -15,6 +15,7 @@ import numpy as np
 from kernels_numba import ops as K
 from kerasish.ops.dispatch import broadcast_shapes, dims, is_batched, run
 from kerasish.ops.operation import Operation, as_tensor, is_symbolic
+from kerasish.tape import recording
 
 
 class MatmulOp(Operation):
@@ -116,7 +117,7 @@ def dot(x1, x2):
     from kerasish.ops.elementwise import multiply
     from kerasish.ops.shapes import reshape, transpose
 
-    x1, x2 = _tensors(x1, x2)
+    x1, x2 = _tensors(*recording.align(x1, x2))  # a GradientTape's arrays
     s1, s2 = _shape(x1), _shape(x2)
     if not s1 or not s2:
         return multiply(x1, x2)
@@ -152,7 +153,7 @@ def tensordot(x1, x2, axes=2):
     from kerasish.ops.dispatch import axis_of
     from kerasish.ops.shapes import reshape, transpose
 
-    x1, x2 = _tensors(x1, x2)
+    x1, x2 = _tensors(*recording.align(x1, x2))  # a GradientTape's arrays
     s1, s2 = _shape(x1), _shape(x2)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         if not 0 <= axes <= min(len(s1), len(s2)):

@@ -10,6 +10,7 @@ elementwise (as keras.ops.binary_crossentropy; the loss function averages it).
 
 from kernels_numba import ops as K
 from kerasish.ops.dispatch import run
+from kerasish.tape import recording
 from kerasish.ops.elementwise import (  # noqa: F401 - ops.nn re-exports the activations
     ActivationOp, abs, add, clip, elu, exp, gelu, leaky_relu, log, log1p, multiply,
     negative, relu, sigmoid, silu, softplus, subtract, swish, tanh, divide)
@@ -84,6 +85,7 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     is squeezed, as Keras does)."""
     from kerasish.ops.shapes import squeeze
 
+    target, output = recording.align(target, output)  # a GradientTape's arrays
     ts, os_ = _shape(target), _shape(output)
     if axis not in (-1, len(os_) - 1):
         raise ValueError(f"ops.sparse_categorical_crossentropy: only axis=-1 is supported; "
@@ -117,7 +119,7 @@ def _shape(x):
 
 
 def _same_shape(name, target, output):
-    ts, os_ = _shape(target), _shape(output)
+    ts, os_ = (_shape(t) for t in recording.align(target, output))
     if len(ts) != len(os_) or any(a != b for a, b in zip(ts, os_) if a is not None and
                                   b is not None):
         raise ValueError(f"ops.{name}: expected target and output of the same shape; "

@@ -107,7 +107,12 @@ def _op_name(cls_name):
 
 
 def is_symbolic(*values):
-    return any(isinstance(v, KerasTensor) for v in flatten(list(values)))
+    """A symbolic tensor among the values (a GradientTape's tensor counts only while its
+    recording is written: otherwise it is its array, kerasish/tape/recording.py)."""
+    from kerasish.tape import recording
+
+    return any(isinstance(v, KerasTensor) and v.__dict__.get("_tape_rec") in
+               (None, recording.active()) for v in flatten(list(values)))
 
 
 def as_tensor(value, owner=None):
@@ -128,6 +133,10 @@ def as_array(value):
     """A float32 NumPy array for an op argument on the eager path."""
     if isinstance(value, Variable):
         return value.numpy()
+    if isinstance(value, KerasTensor):  # a GradientTape's tensor outside its recording
+        from kerasish.tape.recording import value_of
+
+        return value_of(value)
     return np.asarray(value, dtype=np.float32)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import kernels_numba
 from kernels_numba import ops
 from kerasish.optimizers import schedules
+from kerasish.optimizers.gradient_apply import apply_gradient_values
 from kerasish.variables import Variable
 
 
@@ -134,6 +135,8 @@ class Optimizer:
         self._slots = {}  # id(var) -> {slot_name: Variable}
         self._tracked = []
         self._built_once = False
+        self._known = {}  # id(var) -> var: every variable build() was given
+        self._trainable_variables = []  # in build order (apply(grads) without variables)
         self._grad = {}  # the clipping keywords of the update being run
         self._norms = None  # per-variable-set norm buffers (clipnorm/global_clipnorm)
         self._step_scalars = None  # ops.StepScalars: the per-step values on the device
@@ -169,9 +172,19 @@ class Optimizer:
     def iterations(self, value):
         self._iterations.assign(int(value))
 
+    @property
+    def built(self):
+        return self._built_once
+
     def build(self, variables):
-        """Create zeroed slot buffers for each trainable variable (once)."""
+        """Create zeroed slot buffers for each trainable variable (once). The variables
+        may come from several models; apply()/apply_gradients() then accept any of them
+        (Keras 3: the variables the optimizer was built with)."""
         self._built_once = True
+        for var in variables:
+            if id(var) not in self._known:
+                self._known[id(var)] = var
+                self._trainable_variables.append(var)
         for var in variables:
             if not var.trainable or id(var) in self._slots:
                 continue
@@ -232,7 +245,31 @@ class Optimizer:
                             kernels_numba.zeros((len(bounds),), np.float32, device),
                             kernels_numba.zeros((len(bounds),), np.float32, device))
 
-    def apply(self, variables):
+    def apply_gradients(self, grads_and_vars):
+        """Keras 3: one step from (gradient, variable) pairs; returns `iterations`."""
+        pairs = list(grads_and_vars)
+        if not pairs:
+            raise ValueError(f"{type(self).__name__}.apply_gradients: expected (gradient, "
+                             f"variable) pairs; received an empty list")
+        grads, variables = zip(*pairs)
+        self.apply(list(grads), list(variables))
+        return self._iterations
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's `apply(grads, trainable_variables=None)`: each gradient (an array,
+        a tape gradient, or None to skip its variable, with Keras's warning) is copied
+        into its variable's `.grad` and the variables get one update through the same
+        fused kernels as fit's. Without variables, the gradients match the variables
+        the optimizer was built with, one to one. The optimizer is built on the first
+        call; a variable it was not built with is refused, as in Keras 3.
+        (`apply(variables)` on Variables alone is the engine's in-place form.)"""
+        grads = list(grads)
+        if trainable_variables is None and grads and \
+                all(isinstance(g, Variable) for g in grads):
+            return self.apply_in_place(grads)
+        return apply_gradient_values(self, grads, trainable_variables)
+
+    def apply_in_place(self, variables):
         """One update of every trainable variable from its `.grad`; zeroes the gradients.
         One launch over the blocks when they cover exactly these variables. The step's
         values go to the device in one copy first (`_upload_scalars`)."""

@@ -1,12 +1,14 @@
 """kerasish.utils: to_categorical, normalize, set_random_seed, get_file (ExtractLimits for
 its extract=True), clear_session, pad_sequences, PyDataset/Sequence, split_dataset,
-plot_model/model_to_dot."""
+plot_model/model_to_dot, unpack_x_y_sample_weight / pack_x_y_sample_weight (custom train
+steps)."""
 
 import gc
 
 import numpy as np
 
 from kerasish.random import set_seed as set_random_seed
+from kerasish.utils.data_packing import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from kerasish.utils.dataset_utils import split_dataset
 from kerasish.utils.file_utils import ExtractLimits, get_file
 from kerasish.utils.model_visualization import model_to_dot, plot_model
@@ -41,5 +43,6 @@ def clear_session():
 
 
 __all__ = ["ExtractLimits", "PyDataset", "Sequence", "clear_session", "get_file", "model_to_dot",
-           "normalize", "pad_sequences", "plot_model",
+           "normalize", "pack_x_y_sample_weight", "pad_sequences", "plot_model",
+           "unpack_x_y_sample_weight",
            "set_random_seed", "split_dataset", "to_categorical"]
