@@ -71,7 +71,8 @@ class CompileState:
             return custom_steps.compiled_loss(self, y, y_pred, sample_weight)
         if spec is None or _per_output(spec):
             raise ValueError(f"Model '{self.name}': super().compute_loss() inside a traced "
-                             f"override needs one compiled loss; received loss={spec!r}")
+                             f"override, without one compiled loss, is not supported yet; "
+                             f"received loss={spec!r}")
         loss = get_loss(spec)
         if sample_weight is None:
             return loss(y, y_pred)
