@@ -1,0 +1,30 @@
+"""The generated corpus (generator.py): Hypothesis-drawn models run on real Keras 3 and kerasish.
+
+Same runner and cache as the case files; CI runs generator.CI_EXAMPLES examples,
+`CONFORMANCE_EXAMPLES=N` more by hand (their Keras results are not kept in the committed cache).
+"""
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from generator import generated_cases  # noqa: E402
+from harness import check, source_cases  # noqa: E402
+
+pytestmark = pytest.mark.conformance
+
+_FOLDER = tempfile.mkdtemp(prefix="conformance-generated-")
+atexit.register(shutil.rmtree, _FOLDER, True)
+CONFORMANCE_CASES = {case.name: case for case in source_cases(generated_cases(), _FOLDER)}
+TEST_IDS = [tid for case in CONFORMANCE_CASES.values() for tid in case.test_ids()]
+
+
+@pytest.mark.parametrize("test_id", TEST_IDS)
+def test_generated(test_id, conformance):
+    check(conformance, test_id)
