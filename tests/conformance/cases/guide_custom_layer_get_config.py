@@ -27,9 +27,10 @@ model = keras.Model(inp, layers.Dense(2)(Scale(0.5)(inp)))
 rng = np.random.default_rng(15)
 model.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in model.get_weights()])
 config = model.get_config()
+classes = [layer["class_name"] for layer in config["layers"]]  # from_config may consume config
 rebuilt = keras.Model.from_config(config, custom_objects={"Scale": Scale})
 rebuilt.set_weights(model.get_weights())
 x = rng.normal(size=(4, 3)).astype("float32")
 RESULT = {"factor": clone.factor, "name": clone.name, "pred": model.predict(x, verbose=0),
           "rebuilt": rebuilt.predict(x, verbose=0),
-          "classes": [l["class_name"] for l in config["layers"]]}
+          "classes": classes}

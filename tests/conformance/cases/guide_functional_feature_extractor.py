@@ -13,5 +13,5 @@ extractor = keras.Model(inputs=base.inputs, outputs=[layer.output for layer in b
 x = rng.normal(size=(3, 6)).astype("float32")
 features = extractor(x)
 mid = keras.Model(base.inputs, base.layers[1].output)
-RESULT = {"features": [np.asarray(f) for f in features], "mid": mid.predict(x, verbose=0),
+RESULT = {"features": [keras.ops.convert_to_numpy(f) for f in features], "mid": mid.predict(x, verbose=0),
           "n": len(features)}

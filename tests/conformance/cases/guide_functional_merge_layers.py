@@ -17,6 +17,6 @@ for merge in (layers.Subtract, layers.Multiply, layers.Average, layers.Maximum, 
     model.set_weights([rng.normal(0, 0.6, w.shape).astype("float32") for w in model.get_weights()])
     out[merge.__name__] = model.predict(x, verbose=0)
 a, b = x, x[::-1] * 2
-out["functions"] = [np.asarray(f([a, b])) for f in (layers.subtract, layers.multiply,
+out["functions"] = [keras.ops.convert_to_numpy(f([a, b])) for f in (layers.subtract, layers.multiply,
                                                    layers.average, layers.maximum, layers.minimum)]
 RESULT = out

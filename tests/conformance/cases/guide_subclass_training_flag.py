@@ -26,6 +26,6 @@ model.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in model.
 y = rng.normal(size=(6, 2)).astype("float32")
 model.compile(keras.optimizers.SGD(0.1), "mse")
 loss = model.train_on_batch(x, y)
-RESULT = {"infer": np.asarray(model(x, training=False)), "train": np.asarray(model(x, training=True)),
+RESULT = {"infer": keras.ops.convert_to_numpy(model(x, training=False)), "train": keras.ops.convert_to_numpy(model(x, training=True)),
           "loss": loss, "after": model.get_weights(), "eval": model.evaluate(x, y, verbose=0)}
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}

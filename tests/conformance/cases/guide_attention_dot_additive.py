@@ -1,0 +1,25 @@
+"""layers.Attention (use_scale, score_mode) and AdditiveAttention on query/value pairs."""
+
+import numpy as np
+
+import kerasish as keras
+from kerasish import layers
+
+rng = np.random.default_rng(41)
+q = rng.normal(size=(2, 3, 4)).astype("float32")
+v = rng.normal(size=(2, 5, 4)).astype("float32")
+k = rng.normal(size=(2, 5, 4)).astype("float32")
+out = {"dot": keras.ops.convert_to_numpy(layers.Attention()([q, v])),
+       "dot_key": keras.ops.convert_to_numpy(layers.Attention()([q, v, k]))}
+scaled = layers.Attention(use_scale=True)
+scaled.build([q.shape, v.shape])
+scaled.set_weights([np.array(0.7, "float32").reshape(scaled.get_weights()[0].shape)])
+out["scaled"] = keras.ops.convert_to_numpy(scaled([q, v]))
+add = layers.AdditiveAttention()
+add.build([q.shape, v.shape])
+add.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in add.get_weights()])
+res, scores = add([q, v], return_attention_scores=True)
+out["additive"], out["additive_scores"] = keras.ops.convert_to_numpy(res), keras.ops.convert_to_numpy(scores)
+out["additive_causal"] = keras.ops.convert_to_numpy(add([q, v], use_causal_mask=True))
+RESULT = out
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
