@@ -1,0 +1,18 @@
+"""keras.activations on arrays: every name the README lists, and activations.get/serialize."""
+
+import numpy as np
+
+import kerasish as keras
+
+x = np.linspace(-3, 3, 13, dtype="float32").reshape(1, 13)
+A = keras.activations
+out = {}
+for name in ("linear", "relu", "sigmoid", "tanh", "softmax", "leaky_relu", "elu", "gelu", "softplus",
+             "silu", "swish", "selu", "relu6", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
+             "exponential", "softsign", "log_softmax"):
+    fn = A.get(name)
+    out[name] = keras.ops.convert_to_numpy(fn(x))
+out["relu_args"] = keras.ops.convert_to_numpy(A.relu(x, negative_slope=0.1, max_value=2.0, threshold=0.5))
+out["names"] = [A.serialize(A.get(n)) for n in ("relu", "tanh", "softmax")]
+RESULT = out
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
