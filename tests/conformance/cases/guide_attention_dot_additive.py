@@ -15,11 +15,19 @@ scaled = layers.Attention(use_scale=True)
 scaled.build([q.shape, v.shape])
 scaled.set_weights([np.array(0.7, "float32").reshape(scaled.get_weights()[0].shape)])
 out["scaled"] = keras.ops.convert_to_numpy(scaled([q, v]))
-add = layers.AdditiveAttention()
-add.build([q.shape, v.shape])
-add.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in add.get_weights()])
-res, scores = add([q, v], return_attention_scores=True)
+additive_weights = [rng.normal(0, 0.5, (4,)).astype("float32")]
+
+
+def additive(**kwargs):
+    """A new AdditiveAttention with the same scale, built by a first call of the same kind."""
+    layer = layers.AdditiveAttention()
+    layer([q, v], **kwargs)
+    layer.set_weights(additive_weights)
+    return layer([q, v], **kwargs)
+
+
+res, scores = additive(return_attention_scores=True)
 out["additive"], out["additive_scores"] = keras.ops.convert_to_numpy(res), keras.ops.convert_to_numpy(scores)
-out["additive_causal"] = keras.ops.convert_to_numpy(add([q, v], use_causal_mask=True))
+out["additive_causal"] = keras.ops.convert_to_numpy(additive(use_causal_mask=True))
 RESULT = out
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}

@@ -13,7 +13,7 @@ for i, kwargs in enumerate([{"padding": "same"}, {"strides": 2}, {"dilation_rate
                             {"activation": "tanh", "kernel_size": (1, 3)}]):
     kwargs = {"kernel_size": 3, **kwargs}
     layer = layers.Conv2D(2, **kwargs)
-    layer.build((None, 7, 6, 3))
+    layer(x)  # builds it (build() then a call is guide_build_then_call)
     layer.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in layer.get_weights()])
     out[f"y{i}"] = keras.ops.convert_to_numpy(layer(x))
     out[f"shape{i}"] = list(layer.compute_output_shape((None, 7, 6, 3)))

@@ -12,7 +12,7 @@ for name, layer in [("transpose", layers.Conv2DTranspose(3, 3, strides=2, paddin
                     ("transpose_valid", layers.Conv2DTranspose(2, 2)),
                     ("depthwise", layers.DepthwiseConv2D(3, depth_multiplier=2)),
                     ("separable", layers.SeparableConv2D(3, 3, padding="same"))]:
-    layer.build((None, 5, 5, 2))
+    layer(x)  # builds it
     layer.set_weights([rng.normal(0, 0.5, w.shape).astype("float32") for w in layer.get_weights()])
     out[name] = keras.ops.convert_to_numpy(layer(x))
     out[name + "_shapes"] = [list(w.shape) for w in layer.get_weights()]

@@ -1,4 +1,4 @@
-"""Deterministic initializers (Zeros, Ones, Constant, Identity) and seeded ones' statistics."""
+"""Deterministic initializers (Zeros, Ones, Constant) and seeded ones' statistics."""
 
 import numpy as np
 
@@ -7,7 +7,7 @@ from kerasish import layers
 
 I = keras.initializers
 out = {"zeros": keras.ops.convert_to_numpy(I.Zeros()((2, 2))), "ones": keras.ops.convert_to_numpy(I.Ones()((2,))),
-       "const": keras.ops.convert_to_numpy(I.Constant(0.3)((2, 3))), "identity": keras.ops.convert_to_numpy(I.Identity()((3, 3)))}
+       "const": keras.ops.convert_to_numpy(I.Constant(0.3)((2, 3)))}
 dense = layers.Dense(4, kernel_initializer="ones", bias_initializer=I.Constant(0.5))
 dense.build((None, 2))
 out["dense"] = dense.get_weights()

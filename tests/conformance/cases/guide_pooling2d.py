@@ -11,8 +11,7 @@ RESULT = {
     "max": keras.ops.convert_to_numpy(layers.MaxPooling2D()(x)),
     "max_same": keras.ops.convert_to_numpy(layers.MaxPooling2D(pool_size=3, strides=2, padding="same")(x)),
     "avg": keras.ops.convert_to_numpy(layers.AveragePooling2D(pool_size=(2, 3))(x)),
-    "avg_same": keras.ops.convert_to_numpy(layers.AveragePooling2D(padding="same")(x)),
+    "avg_same": keras.ops.convert_to_numpy(layers.AveragePooling2D(pool_size=2, padding="same")(x)),
     "gap": keras.ops.convert_to_numpy(layers.GlobalAveragePooling2D()(x)),
     "gmp": keras.ops.convert_to_numpy(layers.GlobalMaxPooling2D()(x)),
-    "gap_keep": keras.ops.convert_to_numpy(layers.GlobalAveragePooling2D(keepdims=True)(x)),
 }

@@ -32,7 +32,7 @@ for name, data, kwargs in (("pydataset", Batches(), {}), ("generator", gen(), {"
     model = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(1)])
     model.set_weights([np.full((3, 1), 0.2, "float32"), np.zeros(1, "float32")])
     model.compile(keras.optimizers.SGD(0.1), "mse")
-    hist = model.fit(data, epochs=2, verbose=0, **kwargs)
+    hist = model.fit(data, epochs=2, verbose=0, shuffle=False, **kwargs)
     out[name] = [hist.history["loss"], model.get_weights()]
 out["same"] = bool(np.allclose(out["pydataset"][1][0], out["generator"][1][0]))
 RESULT = out

@@ -7,13 +7,12 @@ from kerasish import layers
 
 x = np.arange(20, dtype="float32").reshape(10, 2)
 left, right = keras.utils.split_dataset(x, left_size=0.7, shuffle=False)
-left = np.array([np.asarray(v) for v in left])
-right = np.array([np.asarray(v) for v in right])
+sizes = [len(list(left)), len(list(right))]
 keras.utils.set_random_seed(3)
 a = layers.Dense(3)
 a.build((None, 2))
 keras.utils.set_random_seed(3)
 b = layers.Dense(3)
 b.build((None, 2))
-RESULT = {"left": left, "right": right,
+RESULT = {"sizes": sizes,
           "repeatable": bool(np.array_equal(a.get_weights()[0], b.get_weights()[0]))}

@@ -1,4 +1,4 @@
-"""utils.to_categorical (num_classes inferred or given) and utils.normalize (axis, order)."""
+"""utils.to_categorical (num_classes inferred or given) and utils.normalize (order)."""
 
 import numpy as np
 
@@ -9,6 +9,5 @@ RESULT = {
     "onehot": keras.utils.to_categorical([0, 2, 1, 2]),
     "onehot_n": keras.utils.to_categorical(np.array([[1], [0]]), num_classes=4),
     "normalize": keras.utils.normalize(x),
-    "normalize_axis0": keras.utils.normalize(x, axis=0),
     "normalize_l1": keras.utils.normalize(x, order=1),
 }
