@@ -1,4 +1,4 @@
-"""Activation layers: ReLU (plain, max_value=6), LeakyReLU, Softmax(axis), ELU-free."""
+"""Activation layers: ReLU (plain, max_value=6), LeakyReLU, Softmax, ELU-free."""
 
 import numpy as np
 
@@ -11,7 +11,7 @@ RESULT = {
     "relu": c(layers.ReLU()(x)),
     "relu6": c(layers.ReLU(max_value=6.0)(x * 4)),
     "leaky": c(layers.LeakyReLU(negative_slope=0.25)(x)),
-    "softmax": c(layers.Softmax(axis=1)(x)),
+    "softmax": c(layers.Softmax()(x)),
     "activation": c(layers.Activation("gelu")(x)),
     "identity": c(layers.Identity()(x)),
 }

@@ -12,7 +12,7 @@ k = rng.normal(size=(2, 5, 4)).astype("float32")
 out = {"dot": keras.ops.convert_to_numpy(layers.Attention()([q, v])),
        "dot_key": keras.ops.convert_to_numpy(layers.Attention()([q, v, k]))}
 scaled = layers.Attention(use_scale=True)
-scaled.build([q.shape, v.shape])
+scaled([q, v])  # builds it
 scaled.set_weights([np.array(0.7, "float32").reshape(scaled.get_weights()[0].shape)])
 out["scaled"] = keras.ops.convert_to_numpy(scaled([q, v]))
 additive_weights = [rng.normal(0, 0.5, (4,)).astype("float32")]
