@@ -8,7 +8,6 @@ runs afresh; with --cached its result comes from keras_results.json where curren
 file is never written from here (pytest writes it).
 """
 
-import json
 import os
 import sys
 

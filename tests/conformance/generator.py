@@ -3,21 +3,22 @@
     python tests/conformance/generator.py [N]         # print example N's source
 
 Each drawn spec (a family of input and layers, then a model form: Sequential, functional with
-two branches and a merge, a shared layer, a nested model, or two inputs) is rendered as an
+two branches and a merge, a shared layer, a nested model, two inputs, or two outputs in a dict) is rendered as an
 ordinary case program, so it goes through the same two-sided runner and cache as the files in
 cases/: fixed weights from a NumPy rng (by layer name, so both sides fill the same layer with
 the same numbers), the forward pass, get_config/from_config round trip, one SGD step (the weights
 after it prove the gradients), and for every fourth example `.keras` crossing both ways.
 
-The list is deterministic (Hypothesis with derandomize=True, no database): CI runs
-CI_EXAMPLES of them, `CONFORMANCE_EXAMPLES=N` runs more by hand. A failure found becomes a
+The list is deterministic (example i is drawn under hypothesis.seed(i), no database), and a
+longer list starts with the shorter one: CI runs CI_EXAMPLES of them, `CONFORMANCE_EXAMPLES=N`
+runs more by hand. A failure found becomes a
 regression case cases/gen_<what>.py (the rendered source, trimmed by hand).
 """
 
 import os
 import sys
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 CI_EXAMPLES = 40
@@ -118,7 +119,8 @@ def model_spec(draw):
     names = _names()
     family = draw(st.sampled_from([vector_chain, image_chain, sequence_chain]))
     spec = draw(family(names))
-    form = draw(st.sampled_from(["sequential", "branches", "shared", "nested", "two_inputs"]))
+    form = draw(st.sampled_from(["sequential", "branches", "shared", "nested", "two_inputs",
+                                 "dict_outputs"]))
     spec["form"] = form
     if form == "branches":
         width = draw(st.integers(1, 4))
@@ -133,27 +135,34 @@ def model_spec(draw):
         spec["pre"] = [("Dense", {"units": width, "name": next(names)}) for _ in range(2)]
     elif form == "two_inputs":
         spec["second"] = draw(st.integers(1, 3))
+    elif form == "dict_outputs":  # keys in either order: Keras sorts them
+        keys = draw(st.permutations(["alpha", "beta"]))
+        spec["extra_head"] = (keys[1], _dense(draw, next(names)))
+        spec["head_key"] = keys[0]
     spec["head"] = _dense(draw, next(names))
     spec["batch"] = draw(st.integers(1, 5))
     spec["seed"] = draw(st.integers(0, 2**16))
     return spec
 
 
-def draw_specs(n):
-    """The first n distinct specs, the same list on every run and machine (derandomized)."""
-    specs, seen = [], set()
+def draw_spec(index):
+    """Example `index`: Hypothesis's third draw under seed(index), the same on every run and
+    machine, and independent of how many examples a run asks for (a run of N draws 0..N-1)."""
+    got = []
 
-    @settings(max_examples=max(4 * n, 10), derandomize=True, database=None,
-              phases=[Phase.generate], deadline=None, suppress_health_check=list(HealthCheck))
+    @seed(index)
+    @settings(max_examples=3, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
     @given(model_spec())
     def collect(spec):
-        key = repr(spec)
-        if len(specs) < n and key not in seen:
-            seen.add(key)
-            specs.append(spec)
+        got.append(spec)
 
     collect()
-    return specs
+    return got[-1]
+
+
+def draw_specs(n):
+    return [draw_spec(i) for i in range(n)]
 
 
 def _call(layer):
@@ -202,6 +211,9 @@ def _builder(spec):
         lines.append("    x = layers.Concatenate(name='join')([x, aux])")
         inputs = "[inp, aux]"
     lines.append(f"    out = {_call(spec['head'])}(x)")
+    if form == "dict_outputs":
+        key, extra = spec["extra_head"]
+        lines.append(f"    out = {{{spec['head_key']!r}: out, {key!r}: {_call(extra)}(x)}}")
     lines.append(f"    return keras.Model({inputs}, out, name='generated')")
     return lines
 
@@ -252,10 +264,15 @@ def render(spec, index):
     out = [doc, PRELUDE, *_builder(spec), "", ""]
     if crossing:
         out.append("CROSSING = True")
+    y_expr = f"rng.standard_normal(({batch}, {head_units})).astype('float32')"
+    if form == "dict_outputs":
+        key, extra = spec["extra_head"]
+        y_expr = (f"{{{spec['head_key']!r}: {y_expr}, {key!r}: rng.standard_normal(({batch}, "
+                  f"{extra[1]['units']})).astype('float32')}}")
     out += [
         f"rng = np.random.default_rng({seed})",
         f"x = {x_expr}",
-        f"y = rng.standard_normal(({batch}, {head_units})).astype('float32')",
+        f"y = {y_expr}",
         "model = build()",
         "fill(model, rng)",
     ]
@@ -282,6 +299,26 @@ def render(spec, index):
         out += checks
     out.append("TOLERANCE = {'rtol': 1e-4, 'atol': 1e-5}")
     return "\n".join(out) + "\n"
+
+
+# Specs of a form that finds a known kerasish difference: their tests report as xfail with this.
+# (form, a text the source holds) -> reason
+KNOWN_FORMS = {
+    ("dict_outputs", "out = {'beta': out, 'alpha':"): (
+        "dict outputs not in sorted key order: Keras sorts a functional model's outputs by key, "
+        "and so model.layers, get_weights and the .keras file's layer order; kerasish keeps the "
+        "dict's order (cases/gen_dict_outputs_*.py)"),
+}
+
+
+def known_failures(pairs):
+    """{case name: reason} for the generated cases of a KNOWN_FORMS form."""
+    out = {}
+    for name, source in pairs:
+        for (form, text), reason in KNOWN_FORMS.items():
+            if f", {form} form." in source.split("\n", 1)[0] and text in source:
+                out[name] = reason
+    return out
 
 
 def generated_cases(n=None):

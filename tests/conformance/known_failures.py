@@ -36,7 +36,8 @@ KNOWN_FAILURES = {
         "build_config and compile_config"),
     "guide_saving_compiled_loss_after_load": (
         "model.loss is a Loss object; Keras keeps what compile() was given ('mse')"),
-    "guide_activations_get": "activations.get(name) returns the name (a str), not Keras's function",
+    "guide_activations_get": ("activations.get(name) returns the name (a str), not Keras's function; "
+                              "activations.serialize(function) returns the function, not its name"),
     "guide_relu_arguments": (
         "ReLU / activations.relu with max_value other than 6, negative_slope with max_value, or "
         "threshold are refused"),
@@ -48,4 +49,14 @@ KNOWN_FAILURES = {
         "does not set built, which Layer._build_once then repeats"),
     "guide_initializer_configs": (
         "initializers' get_config lacks Keras 3.15's keys (GlorotUniform: input_axes, output_axes)"),
+    # gen_ (D): regressions of what the generator found
+    "gen_dict_outputs_layer_order": (
+        "dict outputs not in sorted key order: Keras orders outputs, model.layers and "
+        "get_weights() by sorted key; kerasish by the dict's order"),
+    "gen_dict_outputs_keras_crossing:keras->kerasish": (
+        "a .keras file of a dict-outputs model: kerasish loads the heads' weights into each "
+        "other's layers (same shapes) or refuses a shape mismatch (layer order differs)"),
+    "gen_dict_outputs_keras_crossing:kerasish->keras": (
+        "a .keras file of a dict-outputs model saved by kerasish: real Keras loads the heads' "
+        "weights into each other's layers (kerasish writes the layers in the dict's order)"),
 }

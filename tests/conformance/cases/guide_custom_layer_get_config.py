@@ -3,7 +3,7 @@
 import numpy as np
 
 import kerasish as keras
-from kerasish import layers, ops
+from kerasish import layers
 
 
 class Scale(layers.Layer):

@@ -2,7 +2,6 @@
 
 import numpy as np
 
-import kerasish as keras
 from kerasish import ops
 
 rng = np.random.default_rng(84)

@@ -2,8 +2,6 @@
 
 import os
 
-import numpy as np
-
 import kerasish as keras
 from kerasish import layers
 
