@@ -2,6 +2,8 @@
 
 Same runner and cache as the case files; CI runs generator.CI_EXAMPLES examples,
 `CONFORMANCE_EXAMPLES=N` more by hand (their Keras results are not kept in the committed cache).
+A drawn model that real Keras itself cannot run (e.g. torch's "slow_conv2d: grad_weight must be
+contiguous" on some strided convolutions) skips, saying so.
 """
 
 import atexit
@@ -29,4 +31,4 @@ TEST_IDS = [tid for case in CONFORMANCE_CASES.values() for tid in case.test_ids(
 
 @pytest.mark.parametrize("test_id", TEST_IDS)
 def test_generated(test_id, conformance):
-    check(conformance, test_id, known=KNOWN)
+    check(conformance, test_id, known=KNOWN, skip_keras_errors=True)

@@ -65,7 +65,7 @@ def test_a_stale_hash_reruns_on_keras_and_the_cache_is_rewritten(tmp_path):
                          "gone": _entry("x", 1)}, str(cache))
     runner = FakeRunner()
     session = Session(cases, cache_path=str(cache), runner=runner, version=VERSION,
-                      refresh=False, keep=lambda name: False).run()
+                      refresh=False, keep=lambda name: name != "gone").run()
     keras_calls = [jobs for side, jobs in runner.calls if side == "keras"]
     assert [[job["name"] for job in jobs] for jobs in keras_calls] == [["edited"]]
     assert session.keras_ran == ["edited"]
@@ -192,3 +192,11 @@ def test_cached_files_round_trip_compressed_and_bombs_are_refused(tmp_path):
     bomb = base64.b64encode(zlib.compress(b"\0" * (harness.MAX_CACHED_FILE + 10))).decode()
     with pytest.raises(ValueError, match="inflates past"):
         harness._unpack_files({"big": bomb}, str(tmp_path / "bomb"))
+
+
+def test_a_larger_budget_by_hand_adds_nothing_to_the_committed_cache(tmp_path):
+    cases = _cases(tmp_path, {"generated_000": "RESULT = {}\n", "generated_500": "RESULT = {1: 1}\n"})
+    cache = tmp_path / "c.json"
+    Session(cases, cache_path=str(cache), runner=FakeRunner(), version=VERSION, refresh=False,
+            keep=lambda name: name == "generated_000").run()
+    assert sorted(json.loads(cache.read_text())["cases"]) == ["generated_000"]
