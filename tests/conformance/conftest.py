@@ -12,8 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from generator import CI_EXAMPLES, GENERATED_PREFIX  # noqa: E402
-from harness import Session, file_cases  # noqa: E402
+from harness import CI_EXAMPLES, GENERATED_PREFIX, Session, file_cases  # noqa: E402
 
 
 def _kept(names):

@@ -22,8 +22,8 @@ import sys
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-CI_EXAMPLES = 40
-GENERATED_PREFIX = "generated_"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import CI_EXAMPLES, GENERATED_PREFIX  # noqa: E402
 ACTIVATIONS = [None, "relu", "tanh", "sigmoid", "elu", "softplus", "linear"]
 
 

@@ -36,6 +36,8 @@ CASES_DIR = os.path.join(HERE, "cases")
 CACHE_PATH = os.path.join(HERE, "keras_results.json")
 _CROSSING = re.compile(r"^CROSSING\s*=\s*True\b", re.M)
 DIRECTIONS = ("keras->kerasish", "kerasish->keras")
+CI_EXAMPLES = 40  # generated models per CI run (generator.py)
+GENERATED_PREFIX = "generated_"
 # A saved file bigger than this is not kept in the cache (the case should use smaller models).
 MAX_CACHED_FILE = 256 * 1024
 

@@ -16,6 +16,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+pytest.importorskip("hypothesis", reason="the generated corpus needs Hypothesis (test extras)")
+
 from generator import generated_cases, known_failures  # noqa: E402
 from harness import check, source_cases  # noqa: E402
 
