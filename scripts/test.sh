@@ -34,7 +34,7 @@ fi
 export NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0 NUMBA_CUDA_WARN_ON_IMPLICIT_COPY=0
 status=0
 echo "== 1/3 CPU suite"
-"$PY" -m pytest tests -m "not cudasim and not ptx and not gpu" "$@" || status=1
+"$PY" -m pytest tests -m "not cudasim and not ptx and not gpu and not conformance" "$@" || status=1
 echo "== 2/3 CUDA kernels under the Numba simulator"
 # model-level cases marked slow re-run kernels the kernel tests already cover op by op.
 # Two workers (pytest-xdist): the simulator runs each CUDA thread in Python on one core.
@@ -43,4 +43,9 @@ NUMBA_ENABLE_CUDASIM=1 "$PY" -m pytest tests -m "cudasim and not slow" -n 2 \
   -p tests.sim_kernel_coverage "$@" || status=1
 echo "== 3/3 PTX compile for sm_80/sm_90 + float64 scan"
 "$PY" -m pytest tests -m ptx "$@" || status=1
+echo "== conformance: the case corpus and the generated models on real Keras 3 and kerasish"
+# Real Keras runs only for cases tests/conformance/keras_results.json has no current result for
+# (and for loading kerasish's files); CONFORMANCE_REFRESH=1 re-runs all, CONFORMANCE_EXAMPLES=N
+# draws more generated models.
+"$PY" -m pytest tests/conformance -m conformance -q "$@" || status=1
 exit $status

@@ -1,21 +1,19 @@
 """Compare two sides' RESULTs; run cases on both sides from the command line.
 
-    python tests/conformance/compare.py CASE.py [CASE.py ...]
+    python tests/conformance/compare.py [--cached] CASE.py [CASE.py ...]
 
 runs each side in its own process (real Keras never shares one with kerasish) and prints one
-line per case: ok, or the keys that differ and how.
+line per test id (a crossing case has three): ok, or the keys that differ and how. Real Keras
+runs afresh; with --cached its result comes from keras_results.json where current. The cache
+file is never written from here (pytest writes it).
 """
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def _decode(value):
@@ -66,20 +64,6 @@ def differences(expected, received, rtol=1e-5, atol=1e-6, path="RESULT"):
     return []
 
 
-def run_side(side, paths, out):
-    env = dict(os.environ)
-    if side == "keras":
-        env = {k: v for k, v in env.items() if not k.startswith(("KERASISH_", "KERNELS_NUMBA_"))}
-        env["KERAS_BACKEND"] = "torch"
-        env["PYTHONPATH"] = os.path.join(HERE, "keras_alias")
-    else:
-        env["PYTHONPATH"] = ROOT
-    subprocess.run([sys.executable, os.path.join(HERE, "run_side.py"), side, out, *paths],
-                   env=env, check=True, cwd=ROOT)
-    with open(out, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def compare_case(keras_out, kerasish_out):
     """'ok' or a description of what differs, for one case's two recorded outcomes."""
     if "error" in keras_out:
@@ -91,16 +75,28 @@ def compare_case(keras_out, kerasish_out):
     return "ok" if not diffs else "; ".join(diffs[:8])
 
 
-def main(paths):
-    paths = [os.path.abspath(p) for p in paths]
-    with tempfile.TemporaryDirectory() as tmp:
-        ref = run_side("keras", paths, os.path.join(tmp, "keras.json"))
-        ours = run_side("kerasish", paths, os.path.join(tmp, "kerasish.json"))
+def main(argv):
+    """Run the cases on both sides (real Keras afresh unless --cached) and print a verdict each."""
+    sys.path.insert(0, HERE)
+    from harness import Case, Session
+
+    cached = "--cached" in argv
+    paths = [os.path.abspath(p) for p in argv if p != "--cached"]
+    cases = []
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            cases.append(Case(os.path.splitext(os.path.basename(p))[0], f.read(), p))
+    session = Session(cases, refresh=not cached, write=False).run()
     bad = 0
-    for name in ref:
-        verdict = compare_case(ref[name], ours[name])
-        bad += verdict != "ok"
-        print(f"{name}: {verdict}")
+    for case in cases:
+        for tid in case.test_ids():
+            if tid in session.skipped:
+                print(f"{tid}: skipped ({session.skipped[tid]})")
+                continue
+            exp, got = session.expected.get(tid), session.received.get(tid)
+            verdict = compare_case(exp, got) if exp and got else "no outcome"
+            bad += verdict != "ok"
+            print(f"{tid}: {verdict}")
     return 1 if bad else 0
 
 
