@@ -14,23 +14,13 @@ KNOWN_FAILURES = {
         "one MultiHeadAttention called again with other call options (return_attention_scores, "
         "then use_causal_mask, attention_mask) is refused: 'every call of one layer must pass "
         "the same kind of arguments'"),
-    "guide_masking_embedding_lstm": "Embedding.compute_mask(inputs, mask=None): another signature",
-    "guide_masking_layer_gru": (
-        "Masking -> GRU(return_sequences=True) -> GlobalAveragePooling1D: the masked result "
-        "differs from Keras's (max abs difference 0.18)"),
     "guide_metrics_in_compile": (
         "model.metrics_names: Keras 3 gives ['loss', 'compile_metrics']; kerasish one per metric"),
-    "guide_metrics_mean_sum_custom": (
-        "arithmetic on a Metric's add_variable variable (self.count + x) is a TypeError"),
-    "guide_rnn_lstm_state_encoder_decoder": "an RNN layer called with initial_state= is refused",
     "guide_subclass_training_flag": "model(x, training=True) on arrays is refused",
     "guide_eager_training_true": "layer(x, training=True) on arrays (Dropout, BN, RandomCrop) is refused",
-    "guide_embedding_plain": "keras.Input(shape, dtype='int32') is refused (only float32)",
     "guide_ops_numpy_like": "ops.cast(x, 'int32') on arrays returns float32",
     "guide_preprocessing_normalization_adapt": (
         "Normalization.mean/variance after adapt have shape (1, 3); Keras's are (3,)"),
-    "guide_saving_serialize_objects": (
-        "saving.deserialize_keras_object of a serialized regularizer: unknown class 'L2'"),
     "guide_saving_to_json": (
         "to_json's top-level keys: kerasish writes backend and keras_version, Keras 3 writes "
         "build_config and compile_config"),
@@ -42,13 +32,10 @@ KNOWN_FAILURES = {
         "ReLU / activations.relu with max_value other than 6, negative_slope with max_value, or "
         "threshold are refused"),
     "guide_softmax_axis": "Softmax(axis=1) is refused (only axis=-1)",
-    "guide_global_pooling_keepdims": "GlobalAveragePooling2D/GlobalMaxPooling1D(keepdims=True) refused",
     "guide_build_then_call": (
         "layer.build(shape) then a call builds the weights again (Conv2D, Conv2DTranspose, "
         "DepthwiseConv2D, LayerNormalization: 4 weights, the set ones unused): their build() "
         "does not set built, which Layer._build_once then repeats"),
-    "guide_initializer_configs": (
-        "initializers' get_config lacks Keras 3.15's keys (GlorotUniform: input_axes, output_axes)"),
     # gen_ (D): regressions of what the generator found
     "gen_dict_outputs_layer_order": (
         "dict outputs not in sorted key order: Keras orders outputs, model.layers and "
