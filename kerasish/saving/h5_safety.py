@@ -17,7 +17,7 @@ import os
 import h5py
 import numpy as np
 
-from kerasish.saving import h5_arrays, load_limits
+from kerasish.saving import h5_arrays, h5_header, load_limits
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # Datasets whose declared size is above this floor must not exceed 1000x the bytes
@@ -166,6 +166,7 @@ class _LoadState:
     reached (by HDF5 object address, so hard links sharing a group are seen)."""
 
     def __init__(self, path=None):
+        self.path = path
         self.size = os.path.getsize(path) if path is not None else 0
         self.attr_read = 0
         self.attr_objects = set()
@@ -239,12 +240,38 @@ def check_attr(group, name, source):
                          f"{dtype}) but stores {stored}")
     state = _state()
     left = load_limits.LIMITS.max_attr_read_bytes - state.attr_read
-    if dtype.kind == "O" and items > 1 and items * max(state.size, 1) > left:
-        raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
-                         f"'{group.name}' is a variable-length list of {items} items in a "
-                         f"{state.size:,}-byte file; reading it could take up to "
-                         f"{items * state.size:,} bytes, over the {left:,} left of "
-                         "load_limits.LIMITS.max_attr_read_bytes")
+    if dtype.kind == "O" and items > 1:
+        needed = _vlen_bytes(group, name, state)
+        if needed is None and items * max(state.size, 1) > left:
+            raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
+                             f"'{group.name}' is a variable-length list of {items} items in a "
+                             f"{state.size:,}-byte file; reading it could take up to "
+                             f"{items * state.size:,} bytes, over the {left:,} left of "
+                             "load_limits.LIMITS.max_attr_read_bytes")
+        # every item's bytes are stored once in the file unless items share one heap
+        # object (which no writer does): more than the file holds is a crafted file
+        if needed is not None and (needed > left or needed > state.size + 4096):
+            raise ValueError(f"Refusing to load {source}: attribute '{name}' of "
+                             f"'{group.name}' is a variable-length list of {items} items "
+                             f"whose stored lengths come to {needed:,} bytes, more than the "
+                             f"file's {state.size:,} bytes or the {left:,} left of "
+                             "load_limits.LIMITS.max_attr_read_bytes")
+
+
+def _vlen_bytes(group, name, state):
+    """What reading a variable-length attribute allocates, from the lengths its object
+    header stores (h5_header), or None where that header cannot be read that way."""
+    if state.path is None:
+        return None
+    try:
+        fcpl = group.file.id.get_create_plist()
+        sizeof_addr, sizeof_size = fcpl.get_sizes()
+        address = h5py.h5o.get_info(group.id).addr
+        base = fcpl.get_userblock()
+    except (OSError, RuntimeError, ValueError, AttributeError):
+        return None
+    return h5_header.vlen_attribute_bytes(state.path, address, name, sizeof_addr,
+                                          sizeof_size, base)
 
 
 def count_attr_read(value, group, name, source):

@@ -5,6 +5,7 @@ references are built; a variable-length name list whose items all point at one l
 heap object is refused before it is read; an attribute over the limit is refused
 before it is opened. Counted (groups reached, attributes opened), not timed."""
 
+import os
 import re
 import struct
 
@@ -162,3 +163,47 @@ def test_depth_limit_is_configurable(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="max_depth"):
         _model().load_weights(path)
     assert h5_format.load_limits is load_limits
+
+
+def test_vlen_lengths_are_read_from_the_object_header(tmp_path):
+    """h5_header sums the lengths each stored item declares (what a read allocates),
+    through continuation blocks; headers it cannot read answer None."""
+    from kerasish.saving import h5_header
+
+    path = str(tmp_path / "names.h5")
+    with h5py.File(path, "w") as f:
+        for i in range(40):  # enough attributes to need header continuation blocks
+            f.attrs[f"pad{i}"] = np.arange(50)
+        f.attrs.create("names", [f"layer_{i}" for i in range(240)], dtype=h5py.string_dtype())
+        f.attrs.create("seqs", [np.arange(3, dtype="f4"), np.arange(5, dtype="f4")],
+                       dtype=h5py.vlen_dtype("f4"))
+        address = h5py.h5o.get_info(f.id).addr
+    expected = sum(len(f"layer_{i}") for i in range(240))
+    assert h5_header.vlen_attribute_bytes(path, address, "names") == expected
+    assert h5_header.vlen_attribute_bytes(path, address, "seqs") == 8 * 4
+    assert h5_header.vlen_attribute_bytes(path, address, "pad0") is None  # not vlen
+    assert h5_header.vlen_attribute_bytes(path, address, "absent") is None
+    assert h5_header.vlen_attribute_bytes(path, 10 ** 9, "names") is None  # outside
+    latest = str(tmp_path / "latest.h5")
+    with h5py.File(latest, "w", libver="latest") as f:  # version-2 header: not read here
+        f.attrs.create("names", ["a", "b"], dtype=h5py.string_dtype())
+        address = h5py.h5o.get_info(f.id).addr
+    assert h5_header.vlen_attribute_bytes(latest, address, "names") is None
+
+
+def test_many_layer_names_in_a_large_file_load(tmp_path):
+    """A real file's long vlen name list (Keras writes layer_names that way) next to
+    megabytes of weights is not refused: its stored lengths are small (the bound used
+    to be items x file size: 240 layers in a 16 MB EfficientNet file were refused)."""
+    model = kerasish.Sequential([kerasish.Input((4,))] + [
+        kerasish.layers.Dense(4, name=f"d{i}") for i in range(239)] + [
+        kerasish.layers.Dense(1 << 19, name="wide")])
+    path = str(tmp_path / "many.h5")
+    model.save_weights(path)
+    with h5py.File(path, "a") as f:  # Keras 3's legacy writer stores these as vlen strings
+        names = [n.decode() if isinstance(n, bytes) else n for n in f.attrs["layer_names"]]
+        del f.attrs["layer_names"]
+        f.attrs.create("layer_names", names, dtype=h5py.string_dtype())
+    assert os.path.getsize(path) > 5 << 20  # 240 items x 5 MiB: over the 1 GiB budget
+    kerasish.utils.clear_session()
+    model.load_weights(path)
