@@ -41,6 +41,12 @@ def _finite(op, name, value, ok, expected):
     return v
 
 
+def _fill(op, out, a, b, seed, step):
+    """Launch a fill kernel of two float32 parameters on out's device (checked above)."""
+    key, steps = key_and_steps(op, seed, step, out=out)
+    impl(op, FAMILY, out=out)(out, np.float32(a), np.float32(b), key, steps)
+
+
 def gaussian_fill(out, *, mean=0.0, stddev=1.0, seed, step):
     """out = mean + stddev * normal(seed, step, i).
 
@@ -54,8 +60,7 @@ def gaussian_fill(out, *, mean=0.0, stddev=1.0, seed, step):
     _check.array(op, "out", out)
     mean = _finite(op, "mean", mean, lambda v: True, "finite")
     stddev = _finite(op, "stddev", stddev, lambda v: v >= 0, ">= 0")
-    key, steps = key_and_steps(op, seed, step, out=out)
-    impl(op, FAMILY, out=out)(out, np.float32(mean), np.float32(stddev), key, steps)
+    _fill(op, out, mean, stddev, seed, step)
 
 
 def uniform_fill(out, *, minval=0.0, maxval=1.0, seed, step):
@@ -71,8 +76,7 @@ def uniform_fill(out, *, minval=0.0, maxval=1.0, seed, step):
     _check.array(op, "out", out)
     minval = _finite(op, "minval", minval, lambda v: True, "finite")
     maxval = _finite(op, "maxval", maxval, lambda v: v >= minval, f">= minval ({minval})")
-    key, steps = key_and_steps(op, seed, step, out=out)
-    impl(op, FAMILY, out=out)(out, np.float32(minval), np.float32(maxval - minval), key, steps)
+    _fill(op, out, minval, maxval - minval, seed, step)
 
 
 def truncated_normal_fill(out, *, mean=0.0, stddev=1.0, seed, step):
@@ -88,8 +92,7 @@ def truncated_normal_fill(out, *, mean=0.0, stddev=1.0, seed, step):
     _check.array(op, "out", out)
     mean = _finite(op, "mean", mean, lambda v: True, "finite")
     stddev = _finite(op, "stddev", stddev, lambda v: v >= 0, ">= 0")
-    key, steps = key_and_steps(op, seed, step, out=out)
-    impl(op, FAMILY, out=out)(out, np.float32(mean), np.float32(stddev), key, steps)
+    _fill(op, out, mean, stddev, seed, step)
 
 
 def dropout_mask(mask, *, rate, seed, step):
